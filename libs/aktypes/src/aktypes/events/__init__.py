@@ -1,0 +1,256 @@
+"""Every event and command the services exchange, as one discriminated union.
+
+``Event`` is the union of all payloads, discriminated by their ``type`` wire tag;
+``EVENT_ADAPTER`` validates any of them from JSON. ``STREAM_TYPES`` says which payloads
+belong on which stream (status snapshots and replies are checked by their own helpers).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, TypeAdapter
+
+from aktypes.events import streams
+from aktypes.events.base import LeaseClosedReason, Payload, ResourceOffer
+from aktypes.events.chain import (
+    AuditorAttributesChanged,
+    BidClosed,
+    BidCreated,
+    ChainEvent,
+    DeploymentClosed,
+    DeploymentCreated,
+    DeploymentUpdated,
+    GroupClosed,
+    GroupPaused,
+    GroupStarted,
+    LeaseClosed,
+    LeaseCreated,
+    LeaseReclaimStarted,
+    OrderClosed,
+    OrderCreated,
+    ProviderUpdated,
+)
+from aktypes.events.cluster import (
+    DeploymentApplied,
+    DeploymentHealth,
+    GroupScreened,
+    InventoryChanged,
+    LeaseFundsMonitor,
+    LeaseTornDown,
+    LookupReservation,
+    ReservationFailed,
+    ReservationFound,
+    ReserveResources,
+    ResourcesReserved,
+    ResourcesUnreserved,
+    ResourceTotals,
+    ScreenGroup,
+    UnreserveResources,
+)
+from aktypes.events.deadletter import DeadLetter
+from aktypes.events.envelope import Envelope, InvalidEntryError, envelope_from_fields
+from aktypes.events.provider import (
+    BidCloseCause,
+    BidDeclined,
+    BidPlaced,
+    DeclineReason,
+    LeaseOutOfFunds,
+    LeaseWon,
+    ManifestReceived,
+    ManifestRejected,
+    ManifestTimedOut,
+    ProviderBidClosed,
+    SweepRequested,
+    WithdrawalRequested,
+)
+from aktypes.events.status import (
+    BalanceStatus,
+    BidEngineStatus,
+    ChainStatus,
+    ClusterStatus,
+    ManifestStatus,
+)
+from aktypes.events.tx import (
+    BroadcastTx,
+    CloseBid,
+    CreateBid,
+    Send,
+    TxCommitted,
+    TxFailed,
+    TxMsg,
+    WithdrawLease,
+)
+
+CHAIN_EVENT_TYPES = (
+    OrderCreated,
+    OrderClosed,
+    BidCreated,
+    BidClosed,
+    LeaseCreated,
+    LeaseClosed,
+    LeaseReclaimStarted,
+    DeploymentCreated,
+    DeploymentUpdated,
+    DeploymentClosed,
+    GroupStarted,
+    GroupPaused,
+    GroupClosed,
+    ProviderUpdated,
+    AuditorAttributesChanged,
+)
+CLUSTER_COMMAND_TYPES = (ReserveResources, UnreserveResources, LookupReservation, ScreenGroup)
+CLUSTER_REPLY_TYPES = (
+    ResourcesReserved,
+    ReservationFailed,
+    ResourcesUnreserved,
+    ReservationFound,
+    GroupScreened,
+)
+STATUS_TYPES = (ChainStatus, BidEngineStatus, ClusterStatus, ManifestStatus, BalanceStatus)
+
+STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
+    streams.CHAIN_EVENTS: CHAIN_EVENT_TYPES,
+    streams.CHAIN_TX: (BroadcastTx,),
+    streams.CHAIN_RESULTS: (TxCommitted, TxFailed),
+    streams.CLUSTER_COMMANDS: CLUSTER_COMMAND_TYPES,
+    streams.CLUSTER_EVENTS: (
+        DeploymentApplied,
+        DeploymentHealth,
+        LeaseTornDown,
+        InventoryChanged,
+        LeaseFundsMonitor,
+    ),
+    streams.BIDENGINE_EVENTS: (BidPlaced, BidDeclined, LeaseWon, ProviderBidClosed),
+    streams.MANIFEST_EVENTS: (ManifestReceived, ManifestRejected, ManifestTimedOut),
+    streams.BALANCE_EVENTS: (WithdrawalRequested, LeaseOutOfFunds, SweepRequested),
+}
+
+Event = Annotated[
+    OrderCreated
+    | OrderClosed
+    | BidCreated
+    | BidClosed
+    | LeaseCreated
+    | LeaseClosed
+    | LeaseReclaimStarted
+    | DeploymentCreated
+    | DeploymentUpdated
+    | DeploymentClosed
+    | GroupStarted
+    | GroupPaused
+    | GroupClosed
+    | ProviderUpdated
+    | AuditorAttributesChanged
+    | BroadcastTx
+    | TxCommitted
+    | TxFailed
+    | ReserveResources
+    | UnreserveResources
+    | LookupReservation
+    | ScreenGroup
+    | ResourcesReserved
+    | ReservationFailed
+    | ResourcesUnreserved
+    | ReservationFound
+    | GroupScreened
+    | DeploymentApplied
+    | DeploymentHealth
+    | LeaseTornDown
+    | InventoryChanged
+    | LeaseFundsMonitor
+    | BidPlaced
+    | BidDeclined
+    | LeaseWon
+    | ProviderBidClosed
+    | ManifestReceived
+    | ManifestRejected
+    | ManifestTimedOut
+    | WithdrawalRequested
+    | LeaseOutOfFunds
+    | SweepRequested
+    | ChainStatus
+    | BidEngineStatus
+    | ClusterStatus
+    | ManifestStatus
+    | BalanceStatus
+    | DeadLetter,
+    Field(discriminator="type"),
+]
+"""Any payload that can appear on a stream."""
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+__all__ = [
+    "CHAIN_EVENT_TYPES",
+    "CLUSTER_COMMAND_TYPES",
+    "CLUSTER_REPLY_TYPES",
+    "EVENT_ADAPTER",
+    "STATUS_TYPES",
+    "STREAM_TYPES",
+    "AuditorAttributesChanged",
+    "BalanceStatus",
+    "BidCloseCause",
+    "BidClosed",
+    "BidCreated",
+    "BidDeclined",
+    "BidEngineStatus",
+    "BidPlaced",
+    "BroadcastTx",
+    "ChainEvent",
+    "ChainStatus",
+    "CloseBid",
+    "ClusterStatus",
+    "CreateBid",
+    "DeadLetter",
+    "DeclineReason",
+    "DeploymentApplied",
+    "DeploymentClosed",
+    "DeploymentCreated",
+    "DeploymentHealth",
+    "DeploymentUpdated",
+    "Envelope",
+    "Event",
+    "GroupClosed",
+    "GroupPaused",
+    "GroupScreened",
+    "GroupStarted",
+    "InvalidEntryError",
+    "InventoryChanged",
+    "LeaseClosed",
+    "LeaseClosedReason",
+    "LeaseCreated",
+    "LeaseFundsMonitor",
+    "LeaseOutOfFunds",
+    "LeaseReclaimStarted",
+    "LeaseTornDown",
+    "LeaseWon",
+    "LookupReservation",
+    "ManifestReceived",
+    "ManifestRejected",
+    "ManifestStatus",
+    "ManifestTimedOut",
+    "OrderClosed",
+    "OrderCreated",
+    "Payload",
+    "ProviderBidClosed",
+    "ProviderUpdated",
+    "ReservationFailed",
+    "ReservationFound",
+    "ReserveResources",
+    "ResourceOffer",
+    "ResourceTotals",
+    "ResourcesReserved",
+    "ResourcesUnreserved",
+    "ScreenGroup",
+    "Send",
+    "SweepRequested",
+    "TxCommitted",
+    "TxFailed",
+    "TxMsg",
+    "UnreserveResources",
+    "WithdrawLease",
+    "WithdrawalRequested",
+    "envelope_from_fields",
+    "streams",
+]

@@ -1,0 +1,134 @@
+"""The cluster service: commands it answers and events it publishes.
+
+Commands travel on ``akash.provider.cluster.commands`` with ``reply_to`` and
+``correlation_id`` in their envelope; the cluster answers on the caller's reply stream with
+one of the ``*Reply`` payloads below. Events go to ``akash.provider.cluster.events``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aktypes.events.base import Count, NonEmptyStr, Payload, ResourceOffer
+from aktypes.groupspec import GroupSpec
+from aktypes.ids import LeaseID, OrderID
+
+# -- commands ----------------------------------------------------------------------------
+
+
+class ReserveResources(Payload):
+    """Hold capacity for an order's group until unreserved or the lease is won."""
+
+    type: Literal["cluster.reserve"] = "cluster.reserve"
+    order_id: OrderID
+    group: GroupSpec
+
+
+class UnreserveResources(Payload):
+    type: Literal["cluster.unreserve"] = "cluster.unreserve"
+    order_id: OrderID
+
+
+class LookupReservation(Payload):
+    type: Literal["cluster.lookup_reservation"] = "cluster.lookup_reservation"
+    order_id: OrderID
+    group_name: str = ""
+
+
+class ScreenGroup(Payload):
+    """Would this group fit right now? Reserves nothing (answers "why no bid")."""
+
+    type: Literal["cluster.screen"] = "cluster.screen"
+    group: GroupSpec
+
+
+# -- replies -----------------------------------------------------------------------------
+
+
+class ResourcesReserved(Payload):
+    """Reply to ``ReserveResources``: ``allocated`` names concrete resources (GPU model…)."""
+
+    type: Literal["cluster.reserved"] = "cluster.reserved"
+    order_id: OrderID
+    allocated: list[ResourceOffer] = Field(default_factory=list)
+
+
+class ReservationFailed(Payload):
+    type: Literal["cluster.reservation_failed"] = "cluster.reservation_failed"
+    order_id: OrderID
+    code: NonEmptyStr  # e.g. insufficient_capacity, invalid_resources
+    reason: str = ""
+
+
+class ResourcesUnreserved(Payload):
+    type: Literal["cluster.unreserved"] = "cluster.unreserved"
+    order_id: OrderID
+    found: bool
+
+
+class ReservationFound(Payload):
+    type: Literal["cluster.reservation_found"] = "cluster.reservation_found"
+    order_id: OrderID
+    found: bool
+    allocated: list[ResourceOffer] = Field(default_factory=list)
+
+
+class GroupScreened(Payload):
+    type: Literal["cluster.screened"] = "cluster.screened"
+    passed: bool
+    reasons: list[str] = Field(default_factory=list)
+    allocated: list[ResourceOffer] = Field(default_factory=list)
+
+
+# -- events ------------------------------------------------------------------------------
+
+
+class DeploymentApplied(Payload):
+    """A lease's manifest group was applied to Kubernetes."""
+
+    type: Literal["deployment.applied"] = "deployment.applied"
+    lease_id: LeaseID
+    manifest_version: str = ""
+    services: list[str] = Field(default_factory=list)
+
+
+class DeploymentHealth(Payload):
+    type: Literal["deployment.health"] = "deployment.health"
+    lease_id: LeaseID
+    state: Literal["deployed", "pending", "failed"]
+    message: str = ""
+
+
+class LeaseTornDown(Payload):
+    type: Literal["lease.torn_down"] = "lease.torn_down"
+    lease_id: LeaseID
+
+
+class ResourceTotals(BaseModel):
+    """Amounts of each resource: CPU in millicpu, memory and storage in bytes."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    cpu: Count = 0
+    gpu: Count = 0
+    memory: Count = 0
+    storage_ephemeral: Count = 0
+    storage: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+
+
+class InventoryChanged(Payload):
+    type: Literal["inventory.changed"] = "inventory.changed"
+    nodes: Count
+    allocatable: ResourceTotals
+    available: ResourceTotals
+
+
+class LeaseFundsMonitor(Payload):
+    """Start (``add``) or stop (``remove``) watching a lease's escrow."""
+
+    type: Literal["lease.funds_monitor"] = "lease.funds_monitor"
+    lease_id: LeaseID
+    action: Literal["add", "remove"]
+    is_new_lease: bool = False

@@ -1,0 +1,49 @@
+"""Retained status snapshots, one stream per service: ``akash.provider.<service>.status``.
+
+The latest entry wins; the gateway aggregates them for ``/status`` and gRPC ``GetStatus``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from aktypes.events.base import Count, Payload
+from aktypes.events.cluster import ResourceTotals
+
+
+class ChainStatus(Payload):
+    type: Literal["chain.status"] = "chain.status"
+    height: Count
+    node_height: Count
+    pending_txs: Count = 0
+    last_error: str = ""
+
+    @property
+    def lag(self) -> int:
+        """Blocks the relay is behind the node."""
+        return max(self.node_height - self.height, 0)
+
+
+class BidEngineStatus(Payload):
+    type: Literal["bidengine.status"] = "bidengine.status"
+    orders: Count
+
+
+class ClusterStatus(Payload):
+    type: Literal["cluster.status"] = "cluster.status"
+    leases: Count
+    allocatable: ResourceTotals = ResourceTotals()
+    available: ResourceTotals = ResourceTotals()
+    reservations_pending: Count = 0
+    reservations_active: Count = 0
+
+
+class ManifestStatus(Payload):
+    type: Literal["manifest.status"] = "manifest.status"
+    deployments: Count
+
+
+class BalanceStatus(Payload):
+    type: Literal["balance.status"] = "balance.status"
+    leases: Count
+    last_error: str = ""

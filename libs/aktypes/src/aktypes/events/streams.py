@@ -1,0 +1,28 @@
+"""Stream names (``akash.<area>.<what>``) and which payload types belong on each."""
+
+from __future__ import annotations
+
+from typing import Final
+
+CHAIN_EVENTS: Final = "akash.chain.events"
+CHAIN_TX: Final = "akash.provider.chain.tx"
+CHAIN_RESULTS: Final = "akash.provider.chain.results"
+CLUSTER_COMMANDS: Final = "akash.provider.cluster.commands"
+CLUSTER_EVENTS: Final = "akash.provider.cluster.events"
+BIDENGINE_EVENTS: Final = "akash.provider.bidengine.events"
+MANIFEST_EVENTS: Final = "akash.provider.manifest.events"
+BALANCE_EVENTS: Final = "akash.provider.balance.events"
+
+SERVICES: Final = ("chain", "bidengine", "cluster", "manifest", "balance", "gateway")
+
+
+def status_stream(service: str) -> str:
+    """The retained status stream of ``service``."""
+    if service not in SERVICES:
+        raise ValueError(f"unknown service {service!r} (known: {', '.join(SERVICES)})")
+    return f"akash.provider.{service}.status"
+
+
+def dlq_stream(stream: str) -> str:
+    """Where entries of ``stream`` that cannot be handled end up."""
+    return f"{stream}.dlq"

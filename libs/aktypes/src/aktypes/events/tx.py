@@ -1,0 +1,89 @@
+"""The provider account's transaction pipeline: commands in, results out.
+
+Any service asks for a chain transaction by publishing ``BroadcastTx`` on
+``akash.provider.chain.tx`` with an idempotency ``key`` (for example
+``create-bid/<order id>``); the chain relay broadcasts each key at most once and answers on
+``akash.provider.chain.results`` with ``TxCommitted`` or ``TxFailed`` carrying that key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aktypes.address import AkashAddress
+from aktypes.coin import Coin, DecCoin
+from aktypes.events.base import LeaseClosedReason, NonEmptyStr, Payload, ResourceOffer
+from aktypes.ids import BidID, LeaseID
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class CreateBid(_Msg):
+    """Bid on an order (Akash ``MsgCreateBid``)."""
+
+    type: Literal["create_bid"] = "create_bid"
+    bid_id: BidID
+    price: DecCoin
+    deposit: Coin
+    resources_offer: list[ResourceOffer] = Field(default_factory=list)
+    reclamation_window_seconds: Annotated[int, Field(ge=0)] | None = None
+
+
+class CloseBid(_Msg):
+    """Close one of our bids or leases (Akash ``MsgCloseBid``)."""
+
+    type: Literal["close_bid"] = "close_bid"
+    bid_id: BidID
+    reason: LeaseClosedReason = LeaseClosedReason.UNSPECIFIED
+
+
+class WithdrawLease(_Msg):
+    """Settle a lease's escrow and collect the provider's earnings."""
+
+    type: Literal["withdraw_lease"] = "withdraw_lease"
+    lease_id: LeaseID
+
+
+class Send(_Msg):
+    """Send funds from the provider account (Cosmos bank ``MsgSend``)."""
+
+    type: Literal["send"] = "send"
+    to_address: AkashAddress
+    amount: Annotated[list[Coin], Field(min_length=1)]
+
+
+TxMsg = Annotated[CreateBid | CloseBid | WithdrawLease | Send, Field(discriminator="type")]
+
+
+class BroadcastTx(Payload):
+    """Broadcast one transaction; ``key`` makes repeats of the same command harmless."""
+
+    type: Literal["tx.broadcast"] = "tx.broadcast"
+    key: NonEmptyStr
+    msgs: Annotated[list[TxMsg], Field(min_length=1)]
+    memo: str = ""
+
+
+class TxCommitted(Payload):
+    type: Literal["tx.committed"] = "tx.committed"
+    key: NonEmptyStr
+    tx_hash: NonEmptyStr
+    height: Annotated[int, Field(ge=0)]
+    gas_wanted: Annotated[int, Field(ge=0)] = 0
+    gas_used: Annotated[int, Field(ge=0)] = 0
+
+
+class TxFailed(Payload):
+    """The transaction will not be committed; ``code``/``log`` are the chain's own."""
+
+    type: Literal["tx.failed"] = "tx.failed"
+    key: NonEmptyStr
+    code: int
+    codespace: str = ""
+    log: str = ""
+    tx_hash: str | None = None
+    attempts: Annotated[int, Field(ge=1)] = 1

@@ -1,0 +1,64 @@
+"""Models whose JSON matches what Akash's Go code marshals, byte for byte once sorted.
+
+Go's ``encoding/json`` writes a nil slice or pointer as ``null`` and drops ``omitempty``
+fields whose value is empty (``0``, ``false``, ``""``, nil, empty slice). Manifest hashes and
+on-chain group specs depend on those exact forms, so models list their ``omitempty`` fields
+in ``_omitempty`` (by JSON name) and keep ``None`` (Go nil) distinct from ``[]``.
+
+:func:`sorted_json` is Cosmos's ``sdk.SortJSON``: compact, keys sorted, and Go's HTML-safe
+escaping of ``<``, ``>``, ``&``, U+2028 and U+2029.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+MAX_UINT32 = 2**32 - 1
+
+UInt32 = Annotated[int, Field(ge=0, le=MAX_UINT32, strict=True)]
+"""Go ``uint32``: a JSON integer in 0..4294967295."""
+
+_GO_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GO_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+class GoModel(BaseModel):
+    """A frozen model serialised like the Go struct it mirrors."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", strict=True, populate_by_name=True, ser_json_inf_nan="strings"
+    )
+
+    _omitempty: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self._omitempty:
+                if key in data and data[key] in (None, 0, "", [], {}, False):
+                    del data[key]
+        return data
+
+    def go_dict(self) -> Any:
+        """JSON-ready data with Go's field names."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def sorted_json(data: Any) -> bytes:
+    """Compact JSON with sorted keys and Go's escaping (Cosmos ``sdk.SortJSON``)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _LONE_SURROGATE_RE.sub("\ufffd", text)
+    text = _GO_ESCAPE_RE.sub(lambda m: _GO_ESCAPES[m.group(0)], text)
+    return text.encode()
