@@ -115,7 +115,7 @@ class Dec:
         return "0" if text in ("", "-0") else text
 
     def to_decimal(self) -> Decimal:
-        return Decimal(self._raw).scaleb(-PRECISION)
+        return Decimal(str(self))  # exact: no context rounding
 
     def is_zero(self) -> bool:
         return self._raw == 0

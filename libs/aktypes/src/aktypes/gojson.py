@@ -37,7 +37,7 @@ class GoModel(BaseModel):
     """A frozen model serialised like the Go struct it mirrors."""
 
     model_config = ConfigDict(
-        frozen=True, extra="ignore", strict=True, populate_by_name=True, ser_json_inf_nan="strings"
+        frozen=True, extra="ignore", strict=True, populate_by_name=True, serialize_by_alias=True
     )
 
     _omitempty: ClassVar[frozenset[str]] = frozenset()

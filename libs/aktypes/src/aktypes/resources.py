@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Annotated, Any
 
-from pydantic import Field, PlainSerializer, PlainValidator
+from pydantic import Field, PlainSerializer, PlainValidator, ValidationInfo
 
 from aktypes.attributes import Attribute
 from aktypes.gojson import GoModel, UInt32
@@ -22,10 +22,11 @@ STORAGE_CLASSES = ("default", "beta1", "beta2", "beta3", "ram")
 EPHEMERAL = "ephemeral"
 
 
-def _resource_int(value: Any) -> int:
+def _resource_int(value: Any, info: ValidationInfo) -> int:
+    """A decimal string in JSON (as Cosmos ``math.Int`` requires); Python code may pass ints."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if info.mode == "python" and type(value) is int and value >= 0:
         return value
     raise ValueError(f"must be a non-negative integer as a decimal string, got {value!r}")
 

@@ -11,7 +11,7 @@ import posixpath
 from aktypes import limits
 from aktypes.manifest.validation import SERVICE_NAME_RE, is_env_var_name, is_hostname
 from aktypes.sdl.model import ComputeIn, ExposeIn, SDLInput, ServiceIn
-from aktypes.sdl.yamlnodes import Reader, join
+from aktypes.sdl.yamlnodes import TOP_LEVEL_KEYS, Reader, join
 
 NEXT_CASES = ("error", "timeout", "500", "502", "503", "504", "403", "404", "429", "off")
 TEE_TYPES = ("cpu", "cpu-gpu")
@@ -61,7 +61,14 @@ def check_references(r: Reader, sdl: SDLInput) -> None:
                     entry.node,
                 )
     for name, svc in sdl.services.items():
-        if name not in sdl.deployment:
+        if name in TOP_LEVEL_KEYS:
+            r.warn(
+                svc.path,
+                f"a service named {name!r}: {name} belongs at the top level "
+                "(check the indentation)",
+                svc.node,
+            )
+        elif name not in sdl.deployment:
             r.warn(svc.path, f"service {name!r} is not deployed (no entry in deployment)", svc.node)
     for name, compute in sdl.compute.items():
         if name not in used_profiles:

@@ -100,26 +100,30 @@ def parse_sdl(text: str | bytes, *, strict: bool = False) -> SDL:
         raise SDLError([Diagnostic("", "an SDL must be a mapping at the top level", line=1)])
     version = _version(r, root)
     if version is None:
-        raise SDLError(r.diagnostics)
+        raise SDLError(_in_file_order(r.diagnostics))
     sdl_in = decode(r, root, version)
     checks.check_references(r, sdl_in)
     checks.check_services(r, sdl_in)
     checks.check_compute(r, sdl_in)
     checks.check_prices(r, sdl_in)
     if r.has_errors:
-        raise SDLError(r.diagnostics)
+        raise SDLError(_in_file_order(r.diagnostics))
     groups, manifest = build(r, sdl_in)
     for problem in [*_group_problems(groups), *manifest_problems(manifest)]:
         r.error("", problem)
     if r.has_errors:
-        raise SDLError(r.diagnostics)
+        raise SDLError(_in_file_order(r.diagnostics))
     return SDL(
         version=version,
         groups=tuple(groups),
         manifest=manifest,
         reclamation_min_window=sdl_in.reclamation_seconds,
-        warnings=tuple(r.diagnostics),
+        warnings=tuple(_in_file_order(r.diagnostics)),
     )
+
+
+def _in_file_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.line or 0, d.column or 0))
 
 
 def _group_problems(groups: list[GroupSpec]) -> list[str]:

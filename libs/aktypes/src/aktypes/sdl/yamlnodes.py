@@ -33,6 +33,14 @@ _FLOAT_RE = re.compile(r"^[-+]?(\.\d+|\d+(\.\d*)?)([eE][-+]?\d+)?$")
 _OCTAL_11_RE = re.compile(r"^[-+]?0[0-7]+$")
 
 Path: TypeAlias = str
+# Docker Compose habits and their SDL spelling.
+_KEY_HINTS = {
+    "environment": "env",
+    "cmd": "command",
+    "entrypoint": "command",
+    "volumes": "params.storage",
+    "ports": "expose",
+}
 TOP_LEVEL_KEYS = (
     "version",
     "include",
@@ -207,12 +215,12 @@ class Reader:
         self, path: Path, key: str, node: Node, known: tuple[str, ...], *, fatal: bool = False
     ) -> None:
         """Report a key the SDL does not define; ``fatal`` where Akash refuses it too."""
-        hint = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = _KEY_HINTS.get(key) or next(iter(difflib.get_close_matches(key, known, n=1)), None)
         message = f"unknown key {key!r}"
         if path and key in TOP_LEVEL_KEYS:
             message += " (it belongs at the top level: check the indentation)"
         elif hint:
-            message += f" (did you mean {hint[0]!r}?)"
+            message += f" (did you mean {hint!r}?)"
         if fatal:
             self.error(join(path, key), message, node)
         else:

@@ -1,0 +1,1 @@
+"""The ``akash-provider`` command line."""

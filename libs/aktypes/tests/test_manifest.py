@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from aktypes.errors import ManifestCrossValidationError, ManifestError
+from aktypes.groupspec import GroupSpec
+from aktypes.manifest import Manifest, cross_validation_problems, manifest_problems
+
+
+def expose(
+    port: int,
+    *,
+    external: int = 0,
+    proto: str = "TCP",
+    glob: bool = True,
+    hosts: list[str] | None = None,
+    ip: str = "",
+    seq: int = 0,
+) -> dict[str, Any]:
+    return {
+        "port": port, "externalPort": external, "proto": proto, "service": "", "global": glob,
+        "hosts": hosts, "httpOptions": {"maxBodySize": 1048576, "readTimeout": 60000,
+        "sendTimeout": 60000, "nextTries": 3, "nextTimeout": 0, "nextCases": ["error", "timeout"]},
+        "ip": ip, "endpointSequenceNumber": seq,
+    }  # fmt: skip
+
+
+def resources(uid: int, endpoints: list[dict[str, int]]) -> dict[str, Any]:
+    return {
+        "id": uid,
+        "cpu": {"units": {"val": "500"}},
+        "memory": {"size": {"val": "536870912"}},
+        "storage": [{"name": "default", "size": {"val": "1073741824"}}],
+        "gpu": {"units": {"val": "0"}},
+        "endpoints": endpoints,
+    }
+
+
+def manifest_data() -> list[dict[str, Any]]:
+    """Two services: web (HTTP ingress + a leased IP port) and db (internal only)."""
+    return [
+        {
+            "name": "dcloud",
+            "services": [
+                {
+                    "name": "db", "image": "postgres:16", "command": None, "args": None,
+                    "env": ["POSTGRES_PASSWORD=x"], "resources": resources(2, []), "count": 1,
+                    "expose": [expose(5432, glob=False)], "credentials": None,
+                },
+                {
+                    "name": "web", "image": "nginx", "command": ["nginx"], "args": [],
+                    "env": None,
+                    "resources": resources(1, [{"sequence_number": 0}, {"kind": 2, "sequence_number": 1},
+                                               {"kind": 1, "sequence_number": 0}]),
+                    "count": 2,
+                    "expose": [expose(80, hosts=["example.com"]),
+                               expose(443, ip="myip", seq=1)],
+                    "credentials": None,
+                },
+            ],
+        }
+    ]  # fmt: skip
+
+
+def groups_data() -> list[dict[str, Any]]:
+    data = manifest_data()[0]["services"]
+    unit = {"price": {"denom": "uakt", "amount": "100.000000000000000000"}}
+    return [
+        {
+            "name": "dcloud",
+            "requirements": {"signed_by": {"all_of": None, "any_of": None}, "attributes": None},
+            "resources": [
+                {"resource": data[1]["resources"], "count": 2, **unit},
+                {"resource": data[0]["resources"], "count": 1, **unit},
+            ],
+        }
+    ]
+
+
+def parse(data: Any) -> Manifest:
+    return Manifest.from_json(json.dumps(data))
+
+
+def groups(data: Any) -> list[GroupSpec]:
+    return [GroupSpec.model_validate_json(json.dumps(g)) for g in data]
+
+
+def test_json_round_trip_keeps_nulls_and_omissions() -> None:
+    data = manifest_data()
+    manifest = parse(data)
+    assert manifest.go_json() == data
+    web = manifest.go_json()[0]["services"][1]
+    assert web["args"] == [] and web["env"] is None  # Go's empty vs nil survive
+    assert "kind" not in web["resources"]["endpoints"][0]  # SHARED_HTTP (0) is omitted
+    assert "params" not in web and "proxyBufferSize" not in web["expose"][0]["httpOptions"]
+
+
+def test_version_is_sha256_of_sorted_compact_json() -> None:
+    manifest = parse(manifest_data())
+    text = json.dumps(manifest_data(), sort_keys=True, separators=(",", ":"))
+    assert manifest.canonical_json() == text.encode()
+    assert manifest.version() == hashlib.sha256(text.encode()).digest()
+    assert manifest.version_hex() == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_canonical_json_escapes_like_go() -> None:
+    data = manifest_data()
+    data[0]["services"][1]["env"] = ["A=<b>&c", "B=é\u2028"]
+    canonical = parse(data).canonical_json().decode()
+    assert '"A=\\u003cb\\u003e\\u0026c"' in canonical
+    assert '"B=é\\u2028"' in canonical
+
+
+def test_unknown_fields_are_ignored_like_akash() -> None:
+    data = manifest_data()
+    data[0]["services"][0]["future_field"] = {"x": 1}
+    assert parse(data).version() == parse(manifest_data()).version()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d[0]["services"][0].__setitem__("count", "1"), "[0].services[0].count"),
+        (lambda d: d[0]["services"][0]["expose"][0].__setitem__("port", -1), "port"),
+        (lambda d: d[0]["services"][0].__setitem__("command", "ls"), "command"),
+        (lambda d: d[0]["services"][0]["resources"]["cpu"]["units"].__setitem__("val", 5), "val"),
+    ],
+)
+def test_bad_json_names_the_field(mutate: Any, fragment: str) -> None:
+    data = manifest_data()
+    mutate(data)
+    with pytest.raises(ManifestError) as info:
+        parse(data)
+    assert any(fragment in p for p in info.value.problems), info.value.problems
+
+
+def test_not_json_is_a_clear_error() -> None:
+    with pytest.raises(ManifestError, match="JSON"):
+        Manifest.from_json(b"{not json")
+
+
+def test_valid_manifest_passes_validation() -> None:
+    manifest = parse(manifest_data())
+    assert manifest_problems(manifest) == []
+    manifest.check()
+    manifest.check_against(groups(groups_data()))
+
+
+def _set(path: list[Any], value: Any) -> Any:
+    def mutate(data: Any) -> None:
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return mutate
+
+
+WEB = [0, "services", 1]
+DB = [0, "services", 0]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (_set([*WEB, "name"], "Web"), "service name 'Web' is invalid"),
+        (_set([*WEB, "image"], ""), "image is empty"),
+        (_set([*WEB, "env"], ["1BAD=x"]), "invalid environment variable name '1BAD'"),
+        (_set([*WEB, "expose", 0, "port"], 0), "port 0 must be in 1..65535"),
+        (_set([*WEB, "expose", 0, "proto"], "SCTP"), "protocol 'SCTP' unknown"),
+        (_set([*WEB, "expose", 0, "hosts"], ["Bad_Host"]), "invalid hostname 'Bad_Host'"),
+        (
+            _set([*WEB, "expose", 1, "hosts"], ["example.com"]),
+            "hostname 'example.com' is duplicated",
+        ),
+        (_set([*WEB, "expose"], [expose(443), expose(80)]), "expose is not sorted"),
+        (_set([0, "services"], [{"name": "web"}, {"name": "db"}]), "not sorted by name"),
+        (_set([*WEB, "resources", "cpu"], None), "CPU must not be null"),
+        (_set([*WEB, "resources", "id"], 0), "resources ID must be > 0"),
+        (_set([0, "services"], []), "contains no services"),
+        (lambda d: d.append(copy.deepcopy(d[0])), "duplicate group 'dcloud'"),
+        (_set([*DB, "name"], "web"), "service name 'web' is duplicated"),
+    ],
+)
+def test_validation_rules(mutate: Any, fragment: str) -> None:
+    data = manifest_data()
+    mutate(data)
+    problems = manifest_problems(parse(data))
+    assert any(fragment in p for p in problems), problems
+    with pytest.raises(ManifestError):
+        parse(data).check()
+
+
+def test_at_least_one_global_expose() -> None:
+    data = manifest_data()
+    for service in data[0]["services"]:
+        for item in service["expose"]:
+            item["global"] = False
+    assert "zero global services" in manifest_problems(parse(data))
+    assert manifest_problems(Manifest([])) == ["manifest is empty"]
+
+
+@pytest.mark.parametrize(
+    ("mutate_groups", "fragment"),
+    [
+        (_set([0, "resources", 0, "count"], 1), "over-utilized replicas (2) > group spec resources count (1)"),
+        (_set([0, "resources", 0, "count"], 3), "under-utilized (1) resources"),
+        (_set([0, "resources", 0, "resource", "cpu", "units", "val"], "1000"), "CPU resources mismatch"),
+        (_set([0, "resources", 0, "resource", "memory", "size", "val"], "1"), "Memory resources mismatch"),
+        (_set([0, "resources", 0, "resource", "storage"], []), "Storage resources mismatch"),
+        (_set([0, "resources", 0, "resource", "id"], 9), "no resource unit with ID 1"),
+        (_set([0, "resources", 0, "resource", "endpoints"], [{"kind": 2, "sequence_number": 1}]),
+         "over-utilized HTTP endpoints"),
+        (_set([0, "resources", 0, "resource", "endpoints"],
+              [{"sequence_number": 0}, {"sequence_number": 0}, {"kind": 1, "sequence_number": 0},
+               {"kind": 2, "sequence_number": 1}]),
+         "under-utilized (1) HTTP endpoints"),
+        (_set([0, "name"], "other"), "unknown deployment group 'dcloud'"),
+        (lambda g: g.append(copy.deepcopy(g[0])), "group count mismatch (1 != 2)"),
+    ],
+)  # fmt: skip
+def test_cross_validation(mutate_groups: Any, fragment: str) -> None:
+    data = groups_data()
+    mutate_groups(data)
+    manifest = parse(manifest_data())
+    problems = cross_validation_problems(manifest, groups(data))
+    assert any(fragment in p for p in problems), problems
+    with pytest.raises(ManifestCrossValidationError):
+        manifest.check_against(groups(data))
+
+
+def test_invalid_manifest_is_not_reported_as_a_cross_validation_error() -> None:
+    data = manifest_data()
+    data[0]["services"][1]["image"] = ""
+    with pytest.raises(ManifestError) as info:
+        parse(data).check_against(groups(groups_data()))
+    assert not isinstance(info.value, ManifestCrossValidationError)
