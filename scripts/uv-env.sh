@@ -9,3 +9,6 @@ if ! command -v uv >/dev/null 2>&1; then
   export PATH="$PWD/.cache/uv/bin:$PATH"
 fi
 export UV_PYTHON_DOWNLOADS=never
+# Trust the machine's certificate store (and SSL_CERT_FILE) rather than uv's bundled roots,
+# so a registry behind a local TLS proxy works; older uv releases read UV_NATIVE_TLS.
+export UV_SYSTEM_CERTS=1 UV_NATIVE_TLS=1
