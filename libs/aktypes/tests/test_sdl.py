@@ -405,6 +405,8 @@ def test_every_error_of_a_file_is_reported() -> None:
         ("as: 80", "as: 80\n        http_options: {read_timeout: 60001}", "services.web.expose[0].http_options.read_timeout", "exceeds the maximum 60000"),
         ("          - global: true\n", "          - global: false\n", "services", "no service is exposed globally"),
         ("count: 1\n", "count: 1\n      count: 3\n", "deployment.db.dcloud.count", "key defined twice"),
+        ("count: 2", "count: '2'", "deployment.web.dcloud.count", "number without quotes, got the text '2'"),
+        ("- global: true", "- global: 'true'", "services.web.expose[0].to[0].global", "without quotes"),
     ],
 )  # fmt: skip
 def test_rules(old: str, new: str, path: str, fragment: str) -> None:

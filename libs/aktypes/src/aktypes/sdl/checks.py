@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import posixpath
 
+from yaml.nodes import Node
+
 from aktypes import limits
 from aktypes.manifest.validation import SERVICE_NAME_RE, is_env_var_name, is_hostname
 from aktypes.sdl.model import ComputeIn, ExposeIn, SDLInput, ServiceIn
@@ -267,57 +269,48 @@ def check_services(r: Reader, sdl: SDLInput) -> None:
         r.error("services", "no service is exposed globally (at least one 'to: - global: true')")
 
 
+def _missing(r: Reader, path: str, message: str, node: Node | None) -> None:
+    """Report a missing value unless a bad value at ``path`` was reported already."""
+    if not r.has_error_at(path):
+        r.error(path, message, node)
+
+
+def _within(r: Reader, path: str, value: int, *, low: int, high: int, shown: str) -> None:
+    if not low <= value <= high:
+        r.error(path, f"{value} {shown}")
+
+
 def check_compute(r: Reader, sdl: SDLInput) -> None:
     """Per-replica limits of every compute profile a deployment uses."""
-    used = {
-        entry.profile for placements in sdl.deployment.values() for entry in placements.values()
-    }
+    used = {e.profile for placements in sdl.deployment.values() for e in placements.values()}
     for name in sorted(used & set(sdl.compute)):
         compute = sdl.compute[name]
         res = join(compute.path, "resources")
         if compute.cpu is None:
-            if not r.has_error_at(join(res, "cpu")):
-                r.error(join(res, "cpu"), "cpu is required", compute.node)
-        elif not limits.UNIT_MIN_CPU <= compute.cpu <= limits.UNIT_MAX_CPU:
-            r.error(
-                join(join(res, "cpu"), "units"),
-                f"{compute.cpu} millicpu is outside {limits.UNIT_MIN_CPU}..{limits.UNIT_MAX_CPU}",
-                compute.node,
-            )
-        if compute.memory is None:
-            if not r.has_error_at(join(res, "memory")):
-                r.error(join(res, "memory"), "memory size is required", compute.node)
-        elif not limits.UNIT_MIN_MEMORY <= compute.memory <= limits.UNIT_MAX_MEMORY:
-            r.error(
-                join(join(res, "memory"), "size"),
-                f"{compute.memory} bytes is outside 1Mi..2Ti",
-                compute.node,
-            )
-        if not compute.storage:
-            if not r.has_error_at(join(res, "storage")):
-                r.error(
-                    join(res, "storage"), "storage is required (at least one volume)", compute.node
-                )
+            _missing(r, f"{res}.cpu", "cpu is required", compute.node)
         else:
-            if len(compute.storage) > limits.UNIT_MAX_VOLUMES:
-                r.error(
-                    join(res, "storage"),
-                    f"{len(compute.storage)} volumes, at most {limits.UNIT_MAX_VOLUMES} allowed",
-                    compute.node,
-                )
-            for volume in compute.storage:
-                if not limits.UNIT_MIN_STORAGE <= volume.size <= limits.UNIT_MAX_STORAGE:
-                    r.error(
-                        join(volume.path, "size"),
-                        f"{volume.size} bytes is outside 5Mi..32Ti",
-                        volume.node,
-                    )
-        if compute.gpu is not None and compute.gpu > limits.UNIT_MAX_GPU:
-            r.error(
-                join(join(res, "gpu"), "units"),
-                f"{compute.gpu} GPUs, at most {limits.UNIT_MAX_GPU} allowed",
-                compute.node,
-            )
+            low, high = limits.UNIT_MIN_CPU, limits.UNIT_MAX_CPU
+            shown = f"millicpu is outside {low}..{high}"
+            _within(r, f"{res}.cpu.units", compute.cpu, low=low, high=high, shown=shown)
+        if compute.memory is None:
+            _missing(r, f"{res}.memory", "memory size is required", compute.node)
+        else:
+            low, high = limits.UNIT_MIN_MEMORY, limits.UNIT_MAX_MEMORY
+            shown = "bytes is outside 1Mi..2Ti"
+            _within(r, f"{res}.memory.size", compute.memory, low=low, high=high, shown=shown)
+        if not compute.storage:
+            _missing(r, f"{res}.storage", "storage is required (at least one volume)", compute.node)
+        elif len(compute.storage) > limits.UNIT_MAX_VOLUMES:
+            count = len(compute.storage)
+            r.error(f"{res}.storage", f"{count} volumes, at most {limits.UNIT_MAX_VOLUMES} allowed")
+        for volume in compute.storage or ():
+            low, high = limits.UNIT_MIN_STORAGE, limits.UNIT_MAX_STORAGE
+            shown = "bytes is outside 5Mi..32Ti"
+            _within(r, f"{volume.path}.size", volume.size, low=low, high=high, shown=shown)
+        if compute.gpu is not None:
+            high = limits.UNIT_MAX_GPU
+            shown = f"GPUs, at most {high} allowed"
+            _within(r, f"{res}.gpu.units", compute.gpu, low=0, high=high, shown=shown)
 
 
 def check_prices(r: Reader, sdl: SDLInput) -> None:

@@ -265,7 +265,12 @@ class Reader:
             return True
         if value in _FALSE_COMPAT or (plain and value in _FALSE):
             return False
-        self.error(path, f"must be true or false, got {describe(scalar)}", scalar)
+        if value.lower() in ("true", "false"):
+            self.error(
+                path, f"must be true or false without quotes, got the text {value!r}", scalar
+            )
+        else:
+            self.error(path, f"must be true or false, got {describe(scalar)}", scalar)
         return None
 
     def uint(self, node: Node, path: Path, maximum: int = 2**32 - 1) -> int | None:
@@ -277,7 +282,11 @@ class Reader:
             return None
         value = _yaml_int(scalar)
         if value is None:
-            self.error(path, f"must be a whole number, got {describe(scalar)}", scalar)
+            if not is_plain(scalar) and scalar.value.strip().isdigit():
+                reason = f"must be a number without quotes, got the text {scalar.value!r}"
+            else:
+                reason = f"must be a whole number, got {describe(scalar)}"
+            self.error(path, reason, scalar)
             return None
         if not 0 <= value <= maximum:
             self.error(path, f"{value} is outside 0..{maximum}", scalar)
