@@ -1,0 +1,143 @@
+"""The storage seam under the bus: Redis streams and state, as a small protocol.
+
+:class:`akbus.redis_backend.RedisBackend` talks to a real Redis or Valkey;
+:class:`akbus.memory.MemoryBackend` emulates the same semantics in memory. The bus logic
+(:mod:`akbus.bus`, :mod:`akbus.subscriber`) is written once against this protocol and the
+contract suite runs it over both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+Fields = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEntry:
+    id: str
+    fields: Fields
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEntry:
+    """One entry delivered to a consumer and not acknowledged yet."""
+
+    id: str
+    consumer: str
+    idle_ms: int
+    deliveries: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    name: str
+    consumers: int
+    pending: int
+    last_delivered_id: str
+    lag: int | None  # entries not yet delivered to the group (None when unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary:
+    count: int
+    min_id: str | None
+
+
+class Tx(Protocol):
+    """A state change applied atomically: reads run now, writes commit together."""
+
+    async def get(self, key: str) -> str | None: ...
+    async def hget(self, key: str, field: str) -> str | None: ...
+    async def hgetall(self, key: str) -> dict[str, str]: ...
+    async def smembers(self, key: str) -> set[str]: ...
+    async def exists(self, key: str) -> bool: ...
+
+    def set(self, key: str, value: str, *, ex: int | None = None) -> None: ...
+    def delete(self, *keys: str) -> None: ...
+    def hset(self, key: str, mapping: Mapping[str, str]) -> None: ...
+    def hdel(self, key: str, *fields: str) -> None: ...
+    def hincrby(self, key: str, field: str, amount: int = 1) -> None: ...
+    def incrby(self, key: str, amount: int = 1) -> None: ...
+    def sadd(self, key: str, *members: str) -> None: ...
+    def srem(self, key: str, *members: str) -> None: ...
+    def zadd(self, key: str, mapping: Mapping[str, float]) -> None: ...
+    def zrem(self, key: str, *members: str) -> None: ...
+    def expire(self, key: str, seconds: int) -> None: ...
+    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None: ...
+
+
+TxBody = Callable[[Tx], Awaitable[None]]
+
+
+class Backend(Protocol):
+    """Everything the bus needs from Redis."""
+
+    # -- streams ------------------------------------------------------------------------
+    async def xadd(
+        self, stream: str, fields: Mapping[str, str], *, maxlen: int | None = None
+    ) -> str: ...
+    async def xadd_many(self, stream: str, items: Sequence[Mapping[str, str]]) -> list[str]: ...
+    async def create_group(self, stream: str, group: str) -> bool: ...
+    async def read_group(
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        *,
+        count: int,
+        block_ms: int | None,
+        own_pending: bool = False,
+    ) -> list[StreamEntry]: ...
+    async def ack(self, stream: str, group: str, ids: Sequence[str]) -> int: ...
+    async def pending(
+        self,
+        stream: str,
+        group: str,
+        *,
+        start: str = "-",
+        end: str = "+",
+        count: int = 100,
+        consumer: str | None = None,
+    ) -> list[PendingEntry]: ...
+    async def pending_summary(self, stream: str, group: str) -> PendingSummary: ...
+    async def autoclaim(
+        self, stream: str, group: str, consumer: str, *, min_idle_ms: int, count: int
+    ) -> tuple[list[StreamEntry], list[str]]: ...
+    async def claim(
+        self, stream: str, group: str, consumer: str, ids: Sequence[str], *, justid: bool = False
+    ) -> list[str]: ...
+    async def groups(self, stream: str) -> list[GroupInfo]: ...
+    async def entries(
+        self,
+        stream: str,
+        *,
+        start: str = "-",
+        end: str = "+",
+        count: int | None = None,
+        reverse: bool = False,
+    ) -> list[StreamEntry]: ...
+    async def read(
+        self, stream: str, after: str, *, count: int, block_ms: int | None
+    ) -> list[StreamEntry]: ...
+    async def length(self, stream: str) -> int: ...
+    async def trim_minid(self, stream: str, minid: str) -> int: ...
+    async def dead_letter(
+        self, stream: str, group: str, entry_id: str, dlq: str, fields: Fields
+    ) -> str: ...
+    async def move(self, source: str, entry_id: str, target: str, fields: Fields) -> str: ...
+
+    # -- keys and state -----------------------------------------------------------------
+    async def get(self, key: str) -> str | None: ...
+    async def hgetall(self, key: str) -> dict[str, str]: ...
+    async def smembers(self, key: str) -> set[str]: ...
+    async def zrangebyscore(self, key: str, low: float, high: float) -> list[tuple[str, float]]: ...
+    async def delete(self, *keys: str) -> int: ...
+    async def expire(self, key: str, seconds: int) -> None: ...
+    async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool: ...
+    async def transact(self, body: TxBody) -> None: ...
+
+    async def ping(self) -> None: ...
+    async def close(self) -> None: ...

@@ -1,0 +1,525 @@
+"""An in-memory backend with Redis Streams semantics, for tests and for running without Redis.
+
+It keeps what the bus relies on: entry IDs that only grow, consumer groups that start at
+the beginning of their stream, a pending list per group with owners, idle times and
+delivery counts, claiming, blocking reads, atomic transactions and keys that expire. It is
+one process's memory: nothing survives a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from akbus.backend import Fields, GroupInfo, PendingEntry, PendingSummary, StreamEntry, TxBody
+
+
+def _key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _bound(entry_id: str, *, low: bool) -> tuple[int, int]:
+    if entry_id == "-":
+        return (0, 0)
+    if entry_id == "+":
+        return (2**64, 2**64)
+    if "-" not in entry_id:
+        return (int(entry_id), 0 if low else 2**64)
+    return _key(entry_id)
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass
+class _Pending:
+    consumer: str
+    delivered_at: int
+    deliveries: int
+
+
+@dataclass
+class _Group:
+    last_delivered: tuple[int, int] = (0, 0)
+    pending: dict[str, _Pending] = field(default_factory=dict)
+    consumers: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Stream:
+    entries: dict[str, Fields] = field(default_factory=dict)  # insertion order = ID order
+    groups: dict[str, _Group] = field(default_factory=dict)
+    last_id: tuple[int, int] = (0, 0)
+    waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    expires_at: float | None = None
+
+    async def wait(self, deadline: float) -> bool:
+        """Wait for the next entry until ``deadline`` (monotonic); False on timeout."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            return False
+        finally:
+            self.waiters.discard(waiter)
+        return True
+
+    def notify(self) -> None:
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _Store:
+    """Plain keys: strings, hashes, sets and sorted sets, with expiry."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.expires: dict[str, float] = {}
+
+    def alive(self, key: str) -> Any:
+        deadline = self.expires.get(key)
+        if deadline is not None and deadline <= time.monotonic():
+            self.values.pop(key, None)
+            self.expires.pop(key, None)
+        return self.values.get(key)
+
+    def of(self, key: str, kind: type) -> Any:
+        value = self.alive(key)
+        if value is None:
+            value = self.values[key] = kind()
+        elif not isinstance(value, kind):
+            raise TypeError(f"WRONGTYPE {key} holds {type(value).__name__}, not {kind.__name__}")
+        return value
+
+
+class MemoryTx:
+    """Reads see the store now; writes are applied together at commit."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self._b = backend
+        self.queued: list[Callable[[], object]] = []
+
+    async def get(self, key: str) -> str | None:
+        value = self._b._store.alive(key)
+        return value if isinstance(value, str) else None
+
+    async def hget(self, key: str, field: str) -> str | None:
+        value = self._b._store.alive(key)
+        return value.get(field) if isinstance(value, dict) else None
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        return await self._b.hgetall(key)
+
+    async def smembers(self, key: str) -> set[str]:
+        return await self._b.smembers(key)
+
+    async def exists(self, key: str) -> bool:
+        return self._b._store.alive(key) is not None or self._b._live(key) is not None
+
+    def set(self, key: str, value: str, *, ex: int | None = None) -> None:
+        self.queued.append(lambda: self._b._set(key, value, ex))
+
+    def delete(self, *keys: str) -> None:
+        self.queued.append(lambda: self._b._delete(*keys))
+
+    def hset(self, key: str, mapping: Mapping[str, str]) -> None:
+        values = dict(mapping)
+        self.queued.append(lambda: self._b._store.of(key, dict).update(values))
+
+    def hdel(self, key: str, *fields: str) -> None:
+        def run() -> None:
+            target = self._b._store.of(key, dict)
+            for name in fields:
+                target.pop(name, None)
+
+        self.queued.append(run)
+
+    def hincrby(self, key: str, field: str, amount: int = 1) -> None:
+        def run() -> None:
+            target = self._b._store.of(key, dict)
+            target[field] = str(int(target.get(field, "0")) + amount)
+
+        self.queued.append(run)
+
+    def incrby(self, key: str, amount: int = 1) -> None:
+        def run() -> None:
+            current = self._b._store.alive(key)
+            self._b._store.values[key] = str(int(current or "0") + amount)
+
+        self.queued.append(run)
+
+    def sadd(self, key: str, *members: str) -> None:
+        self.queued.append(lambda: self._b._store.of(key, set).update(members))
+
+    def srem(self, key: str, *members: str) -> None:
+        self.queued.append(lambda: self._b._store.of(key, set).difference_update(members))
+
+    def zadd(self, key: str, mapping: Mapping[str, float]) -> None:
+        values = dict(mapping)
+        self.queued.append(lambda: self._b._store.of(key, _ZSet).update(values))
+
+    def zrem(self, key: str, *members: str) -> None:
+        def run() -> None:
+            target = self._b._store.of(key, _ZSet)
+            for member in members:
+                target.pop(member, None)
+
+        self.queued.append(run)
+
+    def expire(self, key: str, seconds: int) -> None:
+        self.queued.append(lambda: self._b._expire(key, seconds))
+
+    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
+        values = dict(fields)
+        self.queued.append(lambda: self._b._xadd(stream, values, maxlen))
+
+
+class _ZSet(dict[str, float]):
+    """A sorted set: member → score."""
+
+
+class MemoryBackend:
+    """:class:`akbus.backend.Backend` in this process's memory."""
+
+    description = "memory"
+
+    def __init__(self) -> None:
+        self._streams: dict[str, _Stream] = {}
+        self._store = _Store()
+        self._lock = asyncio.Lock()
+        self.closed = False
+
+    def _live(self, name: str) -> _Stream | None:
+        stream = self._streams.get(name)
+        if (
+            stream is not None
+            and stream.expires_at is not None
+            and stream.expires_at <= time.monotonic()
+        ):
+            del self._streams[name]
+            return None
+        return stream
+
+    def _stream(self, name: str) -> _Stream:
+        stream = self._live(name)
+        if stream is None:
+            stream = self._streams[name] = _Stream()
+        return stream
+
+    # -- streams ------------------------------------------------------------------------
+    def _xadd(self, name: str, fields: Mapping[str, str], maxlen: int | None) -> str:
+        stream = self._stream(name)
+        ms = int(time.time() * 1000)
+        last_ms, last_seq = stream.last_id
+        key = (ms, 0) if ms > last_ms else (last_ms, last_seq + 1)
+        stream.last_id = key
+        entry_id = f"{key[0]}-{key[1]}"
+        stream.entries[entry_id] = dict(fields)
+        if maxlen is not None:
+            while len(stream.entries) > maxlen:
+                del stream.entries[next(iter(stream.entries))]
+        stream.notify()
+        return entry_id
+
+    async def xadd(
+        self, stream: str, fields: Mapping[str, str], *, maxlen: int | None = None
+    ) -> str:
+        return self._xadd(stream, fields, maxlen)
+
+    async def xadd_many(self, stream: str, items: Sequence[Mapping[str, str]]) -> list[str]:
+        return [self._xadd(stream, fields, None) for fields in items]
+
+    async def create_group(self, stream: str, group: str) -> bool:
+        target = self._stream(stream)
+        if group in target.groups:
+            return False
+        target.groups[group] = _Group()
+        return True
+
+    def _deliver(
+        self, stream: _Stream, group: _Group, consumer: str, count: int
+    ) -> list[StreamEntry]:
+        delivered: list[StreamEntry] = []
+        for entry_id, fields in stream.entries.items():
+            if len(delivered) >= count:
+                break
+            if _key(entry_id) <= group.last_delivered:
+                continue
+            group.last_delivered = _key(entry_id)
+            group.pending[entry_id] = _Pending(consumer, _now_ms(), 1)
+            delivered.append(StreamEntry(entry_id, dict(fields)))
+        return delivered
+
+    async def read_group(
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        *,
+        count: int,
+        block_ms: int | None,
+        own_pending: bool = False,
+    ) -> list[StreamEntry]:
+        target = self._stream(stream)
+        state = target.groups.get(group)
+        if state is None:
+            await self.create_group(stream, group)
+            return []
+        state.consumers.add(consumer)
+        if own_pending:
+            mine = sorted((i for i, p in state.pending.items() if p.consumer == consumer), key=_key)
+            return [
+                StreamEntry(i, dict(target.entries[i])) for i in mine[:count] if i in target.entries
+            ]
+        delivered = self._deliver(target, state, consumer, count)
+        if delivered or not block_ms:
+            return delivered
+        deadline = time.monotonic() + block_ms / 1000
+        while not delivered and await target.wait(deadline):
+            delivered = self._deliver(target, state, consumer, count)
+        return delivered
+
+    async def ack(self, stream: str, group: str, ids: Sequence[str]) -> int:
+        state = self._stream(stream).groups.get(group)
+        if state is None:
+            return 0
+        return sum(1 for i in ids if state.pending.pop(i, None) is not None)
+
+    async def pending(
+        self,
+        stream: str,
+        group: str,
+        *,
+        start: str = "-",
+        end: str = "+",
+        count: int = 100,
+        consumer: str | None = None,
+    ) -> list[PendingEntry]:
+        state = self._stream(stream).groups.get(group)
+        if state is None:
+            return []
+        low, high, now = _bound(start, low=True), _bound(end, low=False), _now_ms()
+        found = [
+            PendingEntry(i, p.consumer, now - p.delivered_at, p.deliveries)
+            for i, p in sorted(state.pending.items(), key=lambda kv: _key(kv[0]))
+            if low <= _key(i) <= high and (consumer is None or p.consumer == consumer)
+        ]
+        return found[:count]
+
+    async def pending_summary(self, stream: str, group: str) -> PendingSummary:
+        state = self._stream(stream).groups.get(group)
+        if state is None or not state.pending:
+            return PendingSummary(0, None)
+        return PendingSummary(len(state.pending), min(state.pending, key=_key))
+
+    async def autoclaim(
+        self, stream: str, group: str, consumer: str, *, min_idle_ms: int, count: int
+    ) -> tuple[list[StreamEntry], list[str]]:
+        target = self._stream(stream)
+        state = target.groups.get(group)
+        if state is None:
+            return [], []
+        now = _now_ms()
+        claimed: list[StreamEntry] = []
+        deleted: list[str] = []
+        for entry_id in sorted(state.pending, key=_key):
+            if len(claimed) + len(deleted) >= count:
+                break
+            info = state.pending[entry_id]
+            if now - info.delivered_at < min_idle_ms:
+                continue
+            if entry_id not in target.entries:
+                del state.pending[entry_id]
+                deleted.append(entry_id)
+                continue
+            state.pending[entry_id] = _Pending(consumer, now, info.deliveries + 1)
+            claimed.append(StreamEntry(entry_id, dict(target.entries[entry_id])))
+        return claimed, deleted
+
+    async def claim(
+        self, stream: str, group: str, consumer: str, ids: Sequence[str], *, justid: bool = False
+    ) -> list[str]:
+        target = self._stream(stream)
+        state = target.groups.get(group)
+        if state is None:
+            return []
+        claimed = []
+        for entry_id in ids:
+            info = state.pending.get(entry_id)
+            if info is None:
+                continue
+            if entry_id not in target.entries:
+                del state.pending[entry_id]
+                continue
+            deliveries = info.deliveries if justid else info.deliveries + 1
+            state.pending[entry_id] = _Pending(consumer, _now_ms(), deliveries)
+            claimed.append(entry_id)
+        return claimed
+
+    async def groups(self, stream: str) -> list[GroupInfo]:
+        target = self._live(stream)
+        if target is None:
+            return []
+        return [
+            GroupInfo(
+                name=name,
+                consumers=len(g.consumers),
+                pending=len(g.pending),
+                last_delivered_id=f"{g.last_delivered[0]}-{g.last_delivered[1]}",
+                lag=sum(1 for i in target.entries if _key(i) > g.last_delivered),
+            )
+            for name, g in target.groups.items()
+        ]
+
+    async def entries(
+        self,
+        stream: str,
+        *,
+        start: str = "-",
+        end: str = "+",
+        count: int | None = None,
+        reverse: bool = False,
+    ) -> list[StreamEntry]:
+        target = self._live(stream)
+        if target is None:
+            return []
+        low, high = _bound(start, low=True), _bound(end, low=False)
+        found = [
+            StreamEntry(i, dict(f)) for i, f in target.entries.items() if low <= _key(i) <= high
+        ]
+        if reverse:
+            found.reverse()
+        return found[:count] if count is not None else found
+
+    async def read(
+        self, stream: str, after: str, *, count: int, block_ms: int | None
+    ) -> list[StreamEntry]:
+        target = self._stream(stream)
+
+        def newer() -> list[StreamEntry]:
+            last = target.last_id if after == "$" else _key(after)
+            return [StreamEntry(i, dict(f)) for i, f in target.entries.items() if _key(i) > last][
+                :count
+            ]
+
+        if after == "$":
+            after = f"{target.last_id[0]}-{target.last_id[1]}"
+        found = newer()
+        if found or not block_ms:
+            return found
+        deadline = time.monotonic() + block_ms / 1000
+        while not found and await target.wait(deadline):
+            found = newer()
+        return found
+
+    async def length(self, stream: str) -> int:
+        target = self._live(stream)
+        return 0 if target is None else len(target.entries)
+
+    async def trim_minid(self, stream: str, minid: str) -> int:
+        target = self._live(stream)
+        if target is None:
+            return 0
+        bound = _key(minid)
+        doomed = [i for i in target.entries if _key(i) < bound]
+        for entry_id in doomed:
+            del target.entries[entry_id]
+        return len(doomed)
+
+    async def dead_letter(
+        self, stream: str, group: str, entry_id: str, dlq: str, fields: Fields
+    ) -> str:
+        new_id = self._xadd(dlq, fields, None)
+        await self.ack(stream, group, [entry_id])
+        return new_id
+
+    async def move(self, source: str, entry_id: str, target: str, fields: Fields) -> str:
+        new_id = self._xadd(target, fields, None)
+        self._stream(source).entries.pop(entry_id, None)
+        return new_id
+
+    # -- keys and state -----------------------------------------------------------------
+    def _set(self, key: str, value: str, ex: int | None) -> None:
+        self._store.values[key] = value
+        self._store.expires.pop(key, None)
+        if ex is not None:
+            self._expire(key, ex)
+
+    def _delete(self, *keys: str) -> int:
+        removed = 0
+        for key in keys:
+            if self._store.alive(key) is not None:
+                removed += 1
+            self._store.values.pop(key, None)
+            self._store.expires.pop(key, None)
+            if self._streams.pop(key, None) is not None:
+                removed += 1
+        return removed
+
+    def _expire(self, key: str, seconds: int) -> None:
+        if self._store.alive(key) is not None:
+            self._store.expires[key] = time.monotonic() + seconds
+
+    async def get(self, key: str) -> str | None:
+        value = self._store.alive(key)
+        return value if isinstance(value, str) else None
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        value = self._store.alive(key)
+        return dict(value) if isinstance(value, dict) and not isinstance(value, _ZSet) else {}
+
+    async def smembers(self, key: str) -> set[str]:
+        value = self._store.alive(key)
+        return set(value) if isinstance(value, set) else set()
+
+    async def zrangebyscore(self, key: str, low: float, high: float) -> list[tuple[str, float]]:
+        value = self._store.alive(key)
+        if not isinstance(value, _ZSet):
+            return []
+        return sorted(
+            ((m, s) for m, s in value.items() if low <= s <= high), key=lambda kv: (kv[1], kv[0])
+        )
+
+    async def delete(self, *keys: str) -> int:
+        return self._delete(*keys)
+
+    async def expire(self, key: str, seconds: int) -> None:
+        stream = self._live(key)
+        if stream is not None:
+            stream.expires_at = time.monotonic() + seconds
+        else:
+            self._expire(key, seconds)
+
+    async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool:
+        async with self._lock:
+            if self._store.alive(marker) is not None:
+                return False
+            tx = MemoryTx(self)
+            await body(tx)
+            for command in tx.queued:
+                command()
+            self._set(marker, "1", ttl_s)
+            return True
+
+    async def transact(self, body: TxBody) -> None:
+        async with self._lock:
+            tx = MemoryTx(self)
+            await body(tx)
+            for command in tx.queued:
+                command()
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,97 @@
+"""What a handler receives, and the transaction it applies its effects in.
+
+``await msg.apply_once(body)`` runs ``body(tx)`` and commits its writes, the events it
+publishes and the reply it sends in one Redis transaction together with an "applied" mark
+keyed by the envelope id (or a domain key). A redelivered entry finds the mark and changes
+nothing, so a handler's effects happen once even though delivery is at-least-once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from akbus.backend import Fields, Tx
+from akbus.keys import applied_key, reply_key
+from aktypes.events import Envelope, Payload
+
+if TYPE_CHECKING:
+    from akbus.bus import Bus
+
+P = TypeVar("P", bound=Payload)
+
+
+class BusTx:
+    """A :class:`~akbus.backend.Tx` that can also publish events and send the reply."""
+
+    def __init__(self, tx: Tx, bus: Bus, cause: Envelope[Any] | None) -> None:
+        self.state = tx
+        self._bus = bus
+        self._cause = cause
+
+    def publish(self, stream: str, payload: Payload) -> Envelope[Payload]:
+        """Publish ``payload`` if, and only if, the transaction commits (an outbox)."""
+        envelope = self._bus.envelope(payload, causation=self._cause, stream=stream)
+        self.state.xadd(stream, envelope.to_fields())
+        return envelope
+
+    def reply(self, payload: Payload) -> None:
+        """Answer the command being handled; a redelivered command gets this same reply."""
+        cause = self._cause
+        if cause is None or not cause.reply_to:
+            raise ValueError("this entry carries no reply_to: there is nobody to answer")
+        fields = self._bus.envelope(payload, causation=cause).to_fields()
+        ttl = self._bus.settings.reply_ttl_s
+        self.state.set(reply_key(cause.id), json.dumps(fields), ex=ttl)
+        self.state.xadd(cause.reply_to, fields)
+        self.state.expire(cause.reply_to, ttl)
+
+
+TxFn = Callable[[BusTx], Awaitable[None]]
+
+
+@dataclass
+class Message(Generic[P]):
+    """One delivered entry: its envelope, where it came from, and how often it was delivered."""
+
+    envelope: Envelope[P]
+    stream: str
+    entry_id: str
+    group: str
+    consumer: str
+    deliveries: int
+    bus: Bus
+
+    @property
+    def payload(self) -> P:
+        return self.envelope.payload
+
+    async def apply_once(self, body: TxFn | None = None, *, key: str | None = None) -> bool:
+        """Apply ``body``'s effects once per ``key`` (default: this envelope) for this group.
+
+        Returns False when they were applied before (a redelivery or a duplicate).
+        """
+        marker = applied_key(self.group, key or self.envelope.id)
+        return await self.bus.apply_once(marker, body, cause=self.envelope)
+
+    async def publish(self, stream: str, payload: Payload) -> str:
+        """Publish an event caused by this entry (outside any transaction)."""
+        return await self.bus.publish(stream, payload, causation=self.envelope)
+
+    async def reply(self, payload: Payload) -> None:
+        """Answer this command; idempotent for redeliveries of the same command."""
+
+        async def body(tx: BusTx) -> None:
+            tx.reply(payload)
+
+        await self.bus.transact(body, cause=self.envelope)
+
+
+def stored_reply(raw: str | None) -> Fields | None:
+    """The reply fields kept for a command, if it was answered already."""
+    if raw is None:
+        return None
+    data: Mapping[str, str] = json.loads(raw)
+    return dict(data)
