@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from akcli import sdl
+from akcli import bus, sdl
 
 app = typer.Typer(
     name="akash-provider",
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sdl.app, name="sdl")
+app.add_typer(bus.app, name="bus")
 
 NOT_BUILT = """\
 The provider services are not built yet. What exists today:
@@ -25,9 +26,11 @@ The provider services are not built yet. What exists today:
   akash-provider sdl validate FILE...   check SDL files (every problem, with its YAML path)
   akash-provider sdl manifest FILE      the manifest JSON a tenant sends, and its version hash
   akash-provider sdl groups FILE        the deployment groups an order asks for, with prices
+  akash-provider bus dlq list STREAM    dead letters on the Redis bus ($REDIS_URL)
+  akash-provider bus dlq replay STREAM  put them back on their stream
 
-The event bus, the devnet chain, the Kubernetes simulator and the services (bid engine,
-cluster, manifest, balance, gateway) follow; `akash-provider run` will start them all.
+The devnet chain, the Kubernetes simulator and the services (bid engine, cluster, manifest,
+balance, gateway) follow; `akash-provider run` will start them all.
 """
 
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,8 +146,8 @@ class Bus:
             lambda: self.backend.xadd_many(stream, fields),
             give_up_after_s=self.publish_timeout_s,
         )
-        for envelope in envelopes:
-            metrics.PUBLISHED.labels(stream, envelope.type).inc()
+        for tag, count in Counter(e.type for e in envelopes).items():
+            metrics.PUBLISHED.labels(stream, tag).inc(count)
         return ids
 
     # -- subscribing ----------------------------------------------------------------------

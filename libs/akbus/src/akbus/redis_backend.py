@@ -11,7 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from hiredis import pack_command as hiredis_pack
 from redis import exceptions as rexc
+from redis.asyncio.connection import (
+    AbstractConnection,
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
 from redis.asyncio.sentinel import Sentinel
 
 from akbus.backend import (
@@ -32,6 +39,38 @@ _UNREACHABLE = (
     rexc.ReadOnlyError,
     OSError,
 )
+
+
+class _HiredisPacking:
+    """Pack commands with hiredis (C) instead of redis-py's Python packer.
+
+    redis-py's asyncio connections always pack in Python, which costs ~8x more than
+    hiredis for the eight-field entries the bus writes.
+    """
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str) and " " in args[0]:
+            args = (*args[0].split(), *args[1:])
+        packed: bytes = hiredis_pack(args)
+        return [packed]
+
+
+class _FastConnection(_HiredisPacking, Connection):
+    pass
+
+
+class _FastUnixConnection(_HiredisPacking, UnixDomainSocketConnection):
+    pass
+
+
+class _FastSSLConnection(_HiredisPacking, SSLConnection):
+    pass
+
+
+def _fast_class(url: str) -> type[AbstractConnection]:
+    if url.startswith("unix://"):
+        return _FastUnixConnection
+    return _FastSSLConnection if url.startswith("rediss://") else _FastConnection
 
 
 def connect(settings: RedisSettings) -> tuple[aioredis.Redis, list[aioredis.Redis]]:
@@ -62,7 +101,10 @@ def connect(settings: RedisSettings) -> tuple[aioredis.Redis, list[aioredis.Redi
     kwargs = dict(common, max_connections=settings.max_connections)
     if password:
         kwargs["password"] = password
-    return aioredis.Redis.from_url(settings.url, **kwargs), []
+    client = aioredis.Redis.from_url(settings.url, **kwargs)
+    # from_url picks the connection class from the scheme; swap in the hiredis-packing one
+    client.connection_pool.connection_class = _fast_class(settings.url)
+    return client, []
 
 
 def _entries(raw: Any) -> list[StreamEntry]:

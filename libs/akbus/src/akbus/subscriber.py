@@ -72,6 +72,8 @@ class Subscriber:
         self._acks: list[str] = []
         self._ack_now = asyncio.Event()
         self._room = asyncio.Event()
+        self._handled: dict[str, Any] = {}  # wire tag -> metric child (label lookups are slow)
+        self._seconds = metrics.HANDLE_SECONDS.labels(stream, group)
         self._stopping = False
         self._stop_requested = asyncio.Event()
         self._done = asyncio.Event()
@@ -360,10 +362,13 @@ class Subscriber:
                 message.deliveries = deliveries
                 continue
             finally:
-                metrics.HANDLE_SECONDS.labels(self.stream, self.group).observe(
-                    time.perf_counter() - started
+                self._seconds.observe(time.perf_counter() - started)
+            counter = self._handled.get(envelope.type)
+            if counter is None:
+                counter = self._handled[envelope.type] = metrics.HANDLED.labels(
+                    self.stream, self.group, envelope.type
                 )
-            metrics.HANDLED.labels(self.stream, self.group, envelope.type).inc()
+            counter.inc()
             self._ack(entry.id)
             return
 

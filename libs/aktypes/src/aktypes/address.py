@@ -7,6 +7,7 @@ human-readable prefix ``akash`` over 1–255 bytes (20 for keys, 32 for module a
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated
 
 import bech32
@@ -18,8 +19,13 @@ AKASH_HRP = "akash"
 _MAX_ADDRESS_BYTES = 255
 
 
+@lru_cache(maxsize=65_536)
 def address_bytes(address: str, hrp: str = AKASH_HRP) -> bytes:
-    """Decode ``address`` and return the account bytes; raise if anything is off."""
+    """Decode ``address`` and return the account bytes; raise if anything is off.
+
+    Cached: a provider sees the same few thousand addresses over and over, and the
+    checksum is costly in pure Python.
+    """
     if not address:
         raise InvalidAddressError("address is empty")
     if address != address.lower():

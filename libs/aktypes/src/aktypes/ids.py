@@ -50,8 +50,8 @@ class _ID(BaseModel):
         return "/".join(str(part) for part in self._key())
 
     @classmethod
-    def parse(cls, text: str) -> Self:
-        """Parse the slash-separated string form; raise ``InvalidIDError`` when malformed."""
+    def _split(cls, text: str) -> dict[str, Any]:
+        """The fields of the string form, numbers checked; addresses are checked later."""
         if not isinstance(text, str):
             raise InvalidIDError(f"{cls.__name__} must be a string, got {type(text).__name__}")
         parts = text.split("/")
@@ -68,18 +68,22 @@ class _ID(BaseModel):
                 values[name] = _parse_uint(part, name, MAX_UINT32)
             else:
                 values[name] = part
+        return values
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        """Parse the slash-separated string form; raise ``InvalidIDError`` when malformed."""
         try:
-            return cls.model_validate(values)
+            return cls.model_validate(cls._split(text))
+        except InvalidIDError:
+            raise
         except ValueError as exc:
             raise InvalidIDError(f"{cls.__name__} {text!r}: {exc}") from exc
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, data: Any) -> Any:
-        if isinstance(data, str):
-            parsed = cls.parse(data)
-            return {name: getattr(parsed, name) for name in cls._parts}
-        return data
+        return cls._split(data) if isinstance(data, str) else data
 
     @model_serializer(mode="plain")
     def _to_string(self) -> str:

@@ -10,10 +10,10 @@ envelope's ``id`` is unique per entry and is what "process once" bookkeeping key
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -48,7 +48,7 @@ class Envelope(BaseModel, Generic[P]):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
+    id: str = Field(default_factory=lambda: os.urandom(16).hex(), min_length=1)
     time: datetime = Field(default_factory=lambda: datetime.now(UTC))
     producer: str = Field(min_length=1)
     correlation_id: str | None = None
@@ -82,7 +82,7 @@ class Envelope(BaseModel, Generic[P]):
         """A new envelope; ``causation`` links it to the entry that caused it."""
         if causation is not None:
             correlation_id = correlation_id or causation.correlation_id or causation.id
-        return Envelope[P](
+        envelope: Envelope[P] = _AnyEnvelope(
             producer=producer,
             payload=payload,
             causation_id=causation.id if causation is not None else None,
@@ -90,6 +90,7 @@ class Envelope(BaseModel, Generic[P]):
             reply_to=reply_to,
             schema_version=type(payload).schema_version,
         )
+        return envelope
 
     def to_fields(self) -> dict[str, str]:
         """The flat string fields written to the stream."""
@@ -108,6 +109,9 @@ class Envelope(BaseModel, Generic[P]):
         return fields
 
 
+_AnyEnvelope = Envelope[Any]  # parametrising a generic model on every call is costly
+
+
 def decode_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> dict[str, str]:
     """Stream fields as ``str`` whether the client returned bytes or text."""
     return {
@@ -120,7 +124,7 @@ def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> E
     """Parse a stream entry; raise ``InvalidEntryError`` saying what is wrong."""
     from aktypes.events import EVENT_ADAPTER  # noqa: PLC0415 - the union imports this module
 
-    data = decode_fields(fields)
+    data: Mapping[str, str] = fields if _all_text(fields) else decode_fields(fields)
     missing = [name for name in WIRE_FIELDS if name not in data]
     if missing:
         raise InvalidEntryError(f"stream entry lacks fields {missing}")
@@ -133,15 +137,24 @@ def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> E
             f"entry type {data['type']!r} does not match its payload type {payload.type!r}"
         )
     try:
-        return Envelope[Any](
-            id=data["id"],
-            time=datetime.fromisoformat(data["time"]),
-            producer=data["producer"],
-            correlation_id=data["correlation_id"] or None,
-            causation_id=data["causation_id"] or None,
-            reply_to=data.get("reply_to") or None,
-            schema_version=int(data["schema"]),
-            payload=payload,
-        )
-    except (ValueError, ValidationError) as exc:
+        moment = datetime.fromisoformat(data["time"])
+        schema = int(data["schema"])
+    except ValueError as exc:
         raise InvalidEntryError(f"stream entry envelope is invalid: {exc}") from exc
+    if moment.tzinfo is None or not data["id"] or not data["producer"] or schema < 1:
+        raise InvalidEntryError("stream entry envelope is invalid: id, producer, time or schema")
+    # Every field is checked above; skip pydantic's second pass on the hot path.
+    return _AnyEnvelope.model_construct(
+        id=data["id"],
+        time=moment.astimezone(UTC),
+        producer=data["producer"],
+        correlation_id=data["correlation_id"] or None,
+        causation_id=data["causation_id"] or None,
+        reply_to=data.get("reply_to") or None,
+        schema_version=schema,
+        payload=payload,
+    )
+
+
+def _all_text(fields: Mapping[Any, Any]) -> TypeGuard[Mapping[str, str]]:
+    return all(isinstance(key, str) and isinstance(value, str) for key, value in fields.items())
