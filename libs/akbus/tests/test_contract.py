@@ -310,12 +310,15 @@ async def test_dead_letters_can_be_listed_and_replayed(bus: Bus) -> None:
     assert await bus.dead_letters(S) == []
 
 
+QUICK_CLAIMS = FAST_SETTINGS.model_copy(update={"claim_idle_s": 0.4})
+
+
 async def test_entries_of_a_dead_consumer_are_claimed(bus: Bus) -> None:
-    await bus.subscriber(S, group="g", consumer="ghost").bus.backend.create_group(S, "g")
+    await bus.backend.create_group(S, "g")
     await bus.publish_many(S, [created(n) for n in range(1, 6)])
     taken = await bus.backend.read_group(S, "g", "ghost", count=10, block_ms=None)  # then it "dies"
     assert len(taken) == 5
-    sub = bus.subscriber(S, group="g", consumer="alive")
+    sub = bus.subscriber(S, group="g", consumer="alive", settings=QUICK_CLAIMS)
     seen: dict[int, int] = {}
 
     @sub.handler(OrderCreated)
@@ -329,8 +332,8 @@ async def test_entries_of_a_dead_consumer_are_claimed(bus: Bus) -> None:
 
 
 async def test_a_slow_live_consumer_keeps_its_entries(bus: Bus) -> None:
-    slow = bus.subscriber(S, group="g", consumer="slow")
-    other = bus.subscriber(S, group="g", consumer="other")
+    slow = bus.subscriber(S, group="g", consumer="slow", settings=QUICK_CLAIMS)
+    other = bus.subscriber(S, group="g", consumer="other", settings=QUICK_CLAIMS)
     calls: Counter[int] = Counter()
 
     async def handle(msg: Message[OrderCreated]) -> None:

@@ -199,6 +199,16 @@ class RedisBackend:
         return cls(client, description=redact(settings.url), helpers=helpers)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a command; one immediate retry on a fresh connection, then ConnectionLost.
+
+        The retry covers the common case of a pooled connection the server or the network
+        closed while idle. Retried writes are safe here: a repeated XADD carries the same
+        envelope id, and "apply once" transactions re-check their mark.
+        """
+        try:
+            return await fn(*args, **kwargs)
+        except _UNREACHABLE:
+            pass
         try:
             return await fn(*args, **kwargs)
         except _UNREACHABLE as exc:

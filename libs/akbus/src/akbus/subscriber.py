@@ -69,7 +69,8 @@ class Subscriber:
         self._handlers: dict[type[Payload], Handler] = {}
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}
-        self._acks: list[str] = []
+        self._acks: list[str] = []  # handled, acknowledgement not yet sent
+        self._unacked: set[str] = set()
         self._ack_now = asyncio.Event()
         self._room = asyncio.Event()
         self._handled: dict[str, Any] = {}  # wire tag -> metric child (label lookups are slow)
@@ -201,7 +202,7 @@ class Subscriber:
             )
         except ConnectionLost:
             return
-        lost = [p for p in pending if p.id not in self._inflight and p.idle_ms >= min_idle_ms]
+        lost = [p for p in pending if not self._busy(p.id) and p.idle_ms >= min_idle_ms]
         if not lost:
             return
         deliveries = {p.id: p.deliveries for p in lost}
@@ -220,7 +221,7 @@ class Subscriber:
         except ConnectionLost:
             return
         for entry in entries:
-            if entry.id in claimed and entry.id not in self._inflight:
+            if entry.id in claimed and not self._busy(entry.id):
                 self._spawn(entry, deliveries=deliveries[entry.id] + 1)
 
     # -- maintenance: claiming, heartbeats, sweeping, stats, retention --------------------
@@ -264,7 +265,7 @@ class Subscriber:
         )
         if deleted:
             await backend.ack(self.stream, self.group, deleted)
-        fresh = [e for e in claimed if e.id not in self._inflight]
+        fresh = [e for e in claimed if not self._busy(e.id)]
         if not fresh:
             return
         metrics.CLAIMED.labels(self.stream, self.group).inc(len(fresh))
@@ -282,6 +283,10 @@ class Subscriber:
                     metrics.LAG.labels(self.stream, self.group).set(info.lag)
 
     # -- handling -------------------------------------------------------------------------
+    def _busy(self, entry_id: str) -> bool:
+        """Being handled here, or handled with its acknowledgement still to be sent."""
+        return entry_id in self._inflight or entry_id in self._unacked
+
     def _spawn(self, entry: StreamEntry, *, deliveries: int) -> None:
         if entry.id in self._inflight:
             return
@@ -300,7 +305,11 @@ class Subscriber:
         except InvalidEntryError as exc:
             await self._dead_letter(entry, f"unreadable entry: {exc}", deliveries)
             return
-        key = self.partition_key(envelope) if self.partition_key else None
+        try:
+            key = self.partition_key(envelope) if self.partition_key else None
+        except Exception as exc:  # a key function that cannot read this entry
+            await self._dead_letter(entry, f"no partition key: {_describe(exc)}", deliveries)
+            return
         previous = self._tails.get(key) if key is not None else None
         if key is not None:
             self._tails[key] = asyncio.current_task()  # type: ignore[assignment]
@@ -308,6 +317,12 @@ class Subscriber:
             if previous is not None:
                 await asyncio.wait([previous])
             await self._handle(entry, envelope, deliveries)
+        except ConnectionLost:
+            pass  # the entry stays pending; the sweep delivers it again
+        except Exception:
+            log.exception(
+                "delivery failed; the entry stays pending", extra=self._context(entry, envelope)
+            )
         finally:
             if key is not None and self._tails.get(key) is asyncio.current_task():
                 del self._tails[key]
@@ -418,6 +433,7 @@ class Subscriber:
     # -- acknowledging --------------------------------------------------------------------
     def _ack(self, entry_id: str) -> None:
         self._acks.append(entry_id)
+        self._unacked.add(entry_id)
         if len(self._acks) >= self.settings.batch:
             self._ack_now.set()
 
@@ -444,6 +460,7 @@ class Subscriber:
         except ConnectionLost:
             self._acks[:0] = batch  # keep them; acknowledged on the next flush
             raise
+        self._unacked.difference_update(batch)
 
 
 def _describe(exc: BaseException) -> str:
