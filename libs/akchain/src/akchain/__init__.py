@@ -1,0 +1,1 @@
+"""Akash chain client."""

@@ -1,0 +1,1 @@
+"""The chain modules: bank, deployment, market, escrow, provider and audit, cert."""

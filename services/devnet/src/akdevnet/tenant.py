@@ -1,0 +1,211 @@
+"""What a tenant does, as Akash's own tools do it: certificate, deployment from an SDL, bids,
+lease on the cheapest bid, manifest to the provider, close.
+
+Works against any node speaking the RPC/LCD subset (this devnet by default). Akash prices
+and funds deployments in ``uact``; an SDL priced in ``uakt`` is re-denominated at 1:1 by
+default (``price_denom``), which leaves the manifest and its hash unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from akchain import msgs
+from akchain.lcd import LCDClient
+from akchain.models import Bid
+from akchain.wallet import Wallet
+from aktypes.coin import Coin, DecCoin
+from aktypes.groupspec import GroupSpec
+from aktypes.ids import DeploymentID, LeaseID
+from aktypes.sdl import SDL
+
+DEFAULT_DEPOSIT = Coin(denom="uact", amount=5_000_000)
+
+
+def with_price_denom(
+    groups: tuple[GroupSpec, ...] | list[GroupSpec], denom: str
+) -> list[GroupSpec]:
+    """The groups with every unit price in ``denom`` (same amounts)."""
+    return [
+        group.model_copy(
+            update={
+                "resources": [
+                    unit.model_copy(
+                        update={"price": DecCoin(denom=denom, amount=unit.price.amount)}
+                    )
+                    for unit in group.resources
+                ]
+            }
+        )
+        for group in groups
+    ]
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    """A tenant's mTLS certificate (published on chain) and its private key, both PEM."""
+
+    cert_pem: bytes
+    key_pem: bytes
+
+    def save(self, directory: Path, name: str) -> tuple[Path, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+        cert_path.write_bytes(self.cert_pem)
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(self.key_pem)
+        return cert_path, key_path
+
+
+def make_client_certificate(owner: str, *, days: int = 365) -> tuple[ClientCertificate, bytes]:
+    """A self-signed P-256 certificate for ``owner`` and its ``EC PUBLIC KEY`` PEM."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, owner)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False),
+            critical=True,
+        )
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    der = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    pubkey_pem = (
+        b"-----BEGIN EC PUBLIC KEY-----\n" + _wrap64(der) + b"-----END EC PUBLIC KEY-----\n"
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return ClientCertificate(cert.public_bytes(serialization.Encoding.PEM), key_pem), pubkey_pem
+
+
+def _wrap64(der: bytes) -> bytes:
+    import base64  # noqa: PLC0415
+
+    text = base64.b64encode(der)
+    return b"".join(text[i : i + 64] + b"\n" for i in range(0, len(text), 64))
+
+
+class Tenant:
+    """One tenant account's deployments."""
+
+    def __init__(self, wallet: Wallet, lcd: LCDClient) -> None:
+        self.wallet = wallet
+        self.lcd = lcd
+
+    @property
+    def address(self) -> str:
+        return self.wallet.address
+
+    async def create_certificate(self) -> ClientCertificate:
+        certificate, pubkey_pem = make_client_certificate(self.address)
+        await self.wallet.send(
+            msgs.create_certificate(self.address, certificate.cert_pem, pubkey_pem)
+        )
+        return certificate
+
+    async def deploy(
+        self,
+        sdl: SDL,
+        *,
+        dseq: int | None = None,
+        deposit: Coin = DEFAULT_DEPOSIT,
+        price_denom: str | None = "uact",
+    ) -> DeploymentID:
+        """Create the deployment; ``dseq`` defaults to the current height, as Akash's CLI does."""
+        if dseq is None:
+            dseq = (await self.wallet.rpc.status()).latest_height
+        groups = with_price_denom(sdl.groups, price_denom) if price_denom else list(sdl.groups)
+        deployment_id = DeploymentID(owner=self.address, dseq=dseq)
+        await self.wallet.send(
+            msgs.create_deployment(deployment_id, groups, sdl.manifest_version, deposit)
+        )
+        return deployment_id
+
+    async def bids(self, dseq: int, *, state: str | None = "open") -> list[Bid]:
+        return await self.lcd.bids(owner=self.address, dseq=dseq, state=state)
+
+    async def wait_for_bids(
+        self, dseq: int, *, timeout: float = 30.0, poll: float = 0.2
+    ) -> list[Bid]:
+        """Open bids once every open order of the deployment has at least one."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            orders = await self.lcd.orders(owner=self.address, dseq=dseq, state="open")
+            bids = await self.bids(dseq)
+            covered = {(b.id.gseq, b.id.oseq) for b in bids}
+            if orders and all((o.id.gseq, o.id.oseq) in covered for o in orders):
+                return bids
+            if asyncio.get_running_loop().time() >= deadline:
+                raise TimeoutError(f"deployment {dseq}: no bid on every order after {timeout:.0f}s")
+            await asyncio.sleep(poll)
+
+    async def accept_cheapest(self, dseq: int) -> list[LeaseID]:
+        """Create a lease on the cheapest open bid of each open order (one transaction)."""
+        best: dict[tuple[int, int], Bid] = {}
+        for bid in await self.bids(dseq):
+            slot = (bid.id.gseq, bid.id.oseq)
+            if slot not in best or bid.price.amount < best[slot].price.amount:
+                best[slot] = bid
+        if not best:
+            raise LookupError(f"deployment {dseq} has no open bids")
+        chosen = [best[slot] for slot in sorted(best)]
+        await self.wallet.send(*(msgs.create_lease(b.id) for b in chosen))
+        return [b.id.lease_id for b in chosen]
+
+    async def send_manifest(
+        self,
+        dseq: int,
+        sdl: SDL,
+        provider_url: str,
+        *,
+        certificate: ClientCertificate | None = None,
+        timeout: float = 30.0,
+    ) -> int:
+        """PUT the manifest to the provider's gateway; the HTTP status (200 when accepted)."""
+        context: ssl.SSLContext | bool = False
+        if certificate is not None:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE  # providers use self-signed, on-chain certificates
+            import tempfile  # noqa: PLC0415
+
+            with tempfile.TemporaryDirectory() as tmp:
+                cert_path, key_path = certificate.save(Path(tmp), "client")
+                context.load_cert_chain(cert_path, key_path)
+        body = json.dumps(sdl.manifest.go_json(), separators=(",", ":"))
+        url = f"{provider_url.rstrip('/')}/deployment/{dseq}/manifest"
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.put(
+                url, data=body, headers={"Content-Type": "application/json"}, ssl=context
+            ) as response,
+        ):
+            await response.read()
+            return response.status
+
+    async def close(self, dseq: int) -> None:
+        await self.wallet.send(msgs.close_deployment(DeploymentID(owner=self.address, dseq=dseq)))
