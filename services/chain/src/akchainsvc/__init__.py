@@ -1,0 +1,1 @@
+"""The provider's chain relay: chain events in exactly once, one serial transaction pipeline out."""

@@ -1,0 +1,34 @@
+"""``python -m akchainsvc``: run the chain relay with settings from the environment."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from pydantic import ValidationError
+
+from akbus import RedisSettings
+from akchain.errors import ChainError
+from akchainsvc.service import ChainService
+from akchainsvc.settings import ChainSettings
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings, redis = ChainSettings(), RedisSettings()
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error["loc"]) or "settings"
+            logging.getLogger("akchainsvc").error("invalid setting %s: %s", where, error["msg"])
+        return 2
+    try:
+        asyncio.run(ChainService(settings, redis).run())
+    except ChainError as exc:
+        logging.getLogger("akchainsvc").error("%s", exc)
+        return 1
+    return 0
+
+
+sys.exit(main())

@@ -1,0 +1,116 @@
+"""Chain relay settings. Akash's names where the Go provider has them (``AP_NODE``,
+``AP_CHAIN_ID``, ``AP_GAS``, ``AP_GAS_PRICES``, ``AP_FEES``, ``AP_TX_BROADCAST_TIMEOUT``);
+``AP_*`` names of our own for the rest. Redis comes from ``REDIS_*`` (see akbus).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from akchain.tx import Fee
+
+_COIN = re.compile(r"^(\d+(?:\.\d+)?)([a-z][a-z0-9/]{2,127})$")
+
+
+def _duration(value: object) -> object:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+            number = text.removesuffix(suffix)
+            if number != text and re.fullmatch(r"\d+(\.\d+)?", number):
+                return float(number) * scale
+    return value
+
+
+class ChainSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
+
+    node: str = Field(default="http://localhost:26657", description="CometBFT RPC of an Akash node")
+    api: str = Field(default="http://localhost:1317", description="Cosmos REST (LCD) of the node")
+    chain_id: str = Field(default="", description="expected chain id (empty: take the node's)")
+    key_file: Path = Field(default=Path("provider-key.json"), description="the provider's key file")
+    key_passphrase: SecretStr | None = Field(default=None, description="passphrase of the key file")
+    key_passphrase_file: Path | None = Field(
+        default=None, description="file holding the passphrase"
+    )
+
+    gas: int = Field(
+        default=300_000, ge=50_000, description="gas limit per message of a transaction"
+    )
+    gas_prices: str = Field(default="0.025uakt", description="fee per unit of gas")
+    fees: str = Field(default="", description="fixed fee per transaction, overrides gas prices")
+    tx_broadcast_timeout: float = Field(
+        default=30.0, gt=0, description="how long to wait for a transaction to be committed"
+    )
+    tx_poll_interval: float = Field(default=0.5, gt=0, description="commit polling interval")
+    tx_max_attempts: int = Field(
+        default=10, ge=1, description="signatures per command before failing"
+    )
+    tx_concurrency: int = Field(default=8, ge=1, description="transactions in flight at once")
+
+    events_start_height: int | None = Field(
+        default=None,
+        ge=1,
+        description="first height to relay when no cursor is stored (default: latest)",
+    )
+    events_poll_interval: float = Field(
+        default=1.0, gt=0, description="polling when the websocket is down"
+    )
+    status_interval: float = Field(default=5.0, gt=0, description="how often status is published")
+    health_listen: str = Field(default="0.0.0.0:8091", description="/healthz /readyz /metrics")
+
+    @field_validator(
+        "tx_broadcast_timeout",
+        "tx_poll_interval",
+        "events_poll_interval",
+        "status_interval",
+        mode="before",
+    )
+    @classmethod
+    def _durations(cls, value: object) -> object:
+        return _duration(value)
+
+    @field_validator("gas_prices", "fees")
+    @classmethod
+    def _coin(cls, value: str) -> str:
+        if value and not _COIN.match(value.strip()):
+            raise ValueError(f"{value!r} is not an amount with a denomination (example: 0.025uakt)")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _passphrase_given(self) -> ChainSettings:
+        if self.key_passphrase is None and self.key_passphrase_file is None:
+            raise ValueError(
+                "set AP_KEY_PASSPHRASE or AP_KEY_PASSPHRASE_FILE to unlock AP_KEY_FILE"
+            )
+        return self
+
+    def passphrase(self) -> str:
+        if self.key_passphrase is not None:
+            return self.key_passphrase.get_secret_value()
+        if self.key_passphrase_file is None:
+            raise ValueError("no passphrase configured")
+        return self.key_passphrase_file.read_text().rstrip("\n")
+
+    def fee(self, messages: int) -> Fee:
+        """Gas limit and fee for a transaction of ``messages`` messages."""
+        gas = self.gas * max(messages, 1)
+        fixed = _COIN.match(self.fees) if self.fees else None
+        if fixed:
+            return Fee(
+                gas_limit=gas, amount=math.ceil(Decimal(fixed.group(1))), denom=fixed.group(2)
+            )
+        price = _COIN.match(self.gas_prices)
+        if price is None:
+            raise ValueError(
+                f"AP_GAS_PRICES {self.gas_prices!r} is not an amount with a denomination"
+            )
+        return Fee(
+            gas_limit=gas, amount=math.ceil(gas * Decimal(price.group(1))), denom=price.group(2)
+        )
