@@ -37,8 +37,9 @@ from akdevnet.settings import DevnetSettings
 from akdevnet.simulate import Simulation, load_sdls
 from akdevnet.store import Database
 from akdevnet.tenant import ClientCertificate, Tenant
-from aktypes.coin import Coin
+from aktypes.coin import Coin, DecCoin
 from aktypes.errors import SDLError
+from aktypes.ids import BidID
 from aktypes.sdl import SDL, parse_sdl
 
 app = typer.Typer(
@@ -389,6 +390,54 @@ def tenant_close(
 
     _run(_with_tenant(settings, key, node, lcd, work))
     typer.echo(f"closed {dseq}")
+
+
+@app.command()
+def bid(
+    dseq: int,
+    owner: Annotated[
+        str | None, typer.Option(help="the deployment's owner (default: tenant-1's address)")
+    ] = None,
+    key: KeyName = "provider",
+    price: Annotated[
+        str | None, typer.Option(help="price per block (default: half the order's maximum)")
+    ] = None,
+    deposit: Annotated[str, typer.Option(help="bid deposit")] = "500000uakt",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+) -> None:
+    """Bid on every open order of a deployment, as a provider, by hand (no bid engine needed)."""
+    settings = _settings(home)
+    signer = _load_key(settings, key)
+    tenant = owner or _load_key(settings, "tenant-1").address
+
+    async def work() -> list[str]:
+        async with _chain(settings, node, lcd) as (rpc, rest, chain_id):
+            orders = await rest.orders(owner=tenant, dseq=dseq, state="open")
+            if not orders:
+                raise LookupError(f"deployment {tenant}/{dseq} has no open order")
+            wallet = Wallet(signer, rpc, rest, chain_id=chain_id)
+            placed = []
+            for order in orders:
+                if price:
+                    amount = DecCoin.parse(price)
+                else:
+                    full = order.spec.price()
+                    amount = DecCoin(denom=full.denom, amount=full.amount.quo(2))
+                bid_id = BidID(
+                    owner=order.id.owner,
+                    dseq=order.id.dseq,
+                    gseq=order.id.gseq,
+                    oseq=order.id.oseq,
+                    provider=signer.address,
+                )
+                await wallet.send(msgs.create_bid(bid_id, amount, Coin.parse(deposit)))
+                placed.append(f"{bid_id} {amount}")
+            return placed
+
+    for line in _run(work()):
+        typer.echo(line)
 
 
 @app.command()
