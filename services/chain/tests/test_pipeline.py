@@ -214,3 +214,25 @@ def test_a_wrong_passphrase_stops_the_relay_with_a_clear_message(
     assert "wrong passphrase for key file" in run.stderr
     assert "Traceback" not in run.stderr
     assert "not the passphrase" not in run.stderr
+
+
+def test_missing_settings_are_named_without_a_traceback(tmp_path: Path) -> None:
+    def start(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "akchainsvc"],
+            env={"PATH": "", "AP_KEY_FILE": str(tmp_path / "k.json"), **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    bad_price = start(AP_KEY_PASSPHRASE="x", AP_GAS_PRICES="cheap")
+    assert bad_price.returncode == 2
+    assert "invalid setting AP_GAS_PRICES" in bad_price.stderr
+    assert "0.025uakt" in bad_price.stderr
+    no_passphrase = start()
+    assert no_passphrase.returncode == 2
+    assert "AP_KEY_PASSPHRASE" in no_passphrase.stderr
+    for run in (bad_price, no_passphrase):
+        assert "Traceback" not in run.stderr

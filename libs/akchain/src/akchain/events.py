@@ -29,7 +29,7 @@ from akchain.convert import (
     lease_id_from_json,
     order_id_from_json,
 )
-from akchain.errors import ChainError, NodeUnavailable
+from akchain.errors import BadResponse, ChainError, NodeUnavailable
 from akchain.rpc import RPCClient, RPCError
 from akchain.versions import AUDIT, DEPLOYMENT_TYPES, MARKET_TYPES, PROVIDER
 from aktypes.events import chain as ev
@@ -252,7 +252,7 @@ class BlockFollower:
                         yield block
                         self.next_height += 1
                     self.backoff.reset()
-                except (NodeUnavailable, RPCError) as exc:
+                except (NodeUnavailable, RPCError, BadResponse) as exc:
                     self.on_error(exc)
                     await asyncio.sleep(self.backoff.delay())
                     continue

@@ -16,13 +16,16 @@ from akchainsvc.settings import ChainSettings
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    try:
-        settings, redis = ChainSettings(), RedisSettings()
-    except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error["loc"]) or "settings"
-            logging.getLogger("akchainsvc").error("invalid setting %s: %s", where, error["msg"])
-        return 2
+    for prefix, build in (("AP_", ChainSettings), ("REDIS_", RedisSettings)):
+        try:
+            build()
+        except ValidationError as exc:
+            for error in exc.errors():
+                where = "_".join(str(p) for p in error["loc"]).upper()
+                name = f"{prefix}{where}" if where else f"{prefix}* settings"
+                logging.getLogger("akchainsvc").error("invalid setting %s: %s", name, error["msg"])
+            return 2
+    settings, redis = ChainSettings(), RedisSettings()
     try:
         asyncio.run(ChainService(settings, redis).run())
     except ChainError as exc:

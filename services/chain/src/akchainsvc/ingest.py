@@ -14,10 +14,12 @@ import logging
 from collections.abc import Callable
 
 from akbus import Bus, BusTx
+from akbus.retry import until_reachable
 from akchain.events import Backoff, BlockFollower
 from akchain.rpc import RPCClient
 from akchainsvc import metrics
 from akchainsvc.domain import concerns
+from aktypes.events.chain import ChainEvent
 from aktypes.events.streams import CHAIN_EVENTS
 
 log = logging.getLogger("akchainsvc.ingest")
@@ -56,7 +58,7 @@ class EventRelay:
         return self.follower.node_height if self.follower else 0
 
     async def _first_height(self) -> int:
-        stored = await self.bus.backend.get(CURSOR_KEY)
+        stored = await until_reachable("cursor", lambda: self.bus.backend.get(CURSOR_KEY))
         if stored is not None:
             return int(stored) + 1
         if self.start_height is not None:
@@ -76,13 +78,7 @@ class EventRelay:
         )
         async for block in self.follower:
             events = [e for e in block.events if concerns(e, self.provider)]
-
-            async def publish(tx: BusTx, height: int = block.height, found: list = events) -> None:  # type: ignore[type-arg]
-                for event in found:
-                    tx.publish(CHAIN_EVENTS, event)
-                tx.state.set(CURSOR_KEY, str(height))
-
-            applied = await self.bus.apply_once(block_mark(block.height), publish)
+            applied = await self._commit(block.height, events)
             self.height = block.height
             metrics.RELAY_HEIGHT.set(block.height)
             metrics.NODE_HEIGHT.set(self.node_height)
@@ -91,6 +87,20 @@ class EventRelay:
                     metrics.EVENTS_PUBLISHED.labels(type(event).__name__).inc()
             else:
                 log.warning("block %d was already published (another relay?)", block.height)
+
+    async def _commit(self, height: int, events: list[ChainEvent]) -> bool:
+        """Publish a block's events and move the cursor, atomically, once per height."""
+
+        async def publish(tx: BusTx) -> None:
+            for event in events:
+                tx.publish(CHAIN_EVENTS, event)
+            tx.state.set(CURSOR_KEY, str(height))
+
+        mark = block_mark(height)
+        applied: bool = await until_reachable(
+            "publish block", lambda: self.bus.apply_once(mark, publish)
+        )
+        return applied
 
     def _node_error(self, exc: Exception) -> None:
         log.warning("node unavailable while following blocks: %s", exc)
