@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
@@ -27,6 +27,7 @@ from akchain.models import (
     Order,
     Provider,
 )
+from akchain.transport import HTTPClient
 from akchain.versions import LCD_PATHS
 from aktypes.coin import Coin
 from aktypes.ids import BidID, DeploymentID, GroupID, LeaseID, OrderID
@@ -48,7 +49,7 @@ def _filters(prefix: str, **values: str | int | None) -> dict[str, str]:
     return {f"{prefix}.{k}": str(v) for k, v in values.items() if v is not None}
 
 
-class LCDClient:
+class LCDClient(HTTPClient):
     """An Akash node's REST API. Use as an async context manager or call :meth:`close`."""
 
     def __init__(
@@ -59,27 +60,8 @@ class LCDClient:
         timeout: float = 10.0,
         page_size: int = 100,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._session = session
-        self._own_session = session is None
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        super().__init__(base_url, session=session, timeout=timeout)
         self.page_size = page_size
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._own_session and self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return self._session
 
     # -- transport ------------------------------------------------------------------------
     async def get(self, path: str, params: Params | None = None) -> dict[str, Any]:

@@ -13,12 +13,13 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
 from akchain.errors import BadResponse, ChainError, NodeUnavailable, NotFound, describe
 from akchain.models import NodeStatus, TxResult
+from akchain.transport import HTTPClient
 
 NEW_BLOCK_HEADER_QUERY = "tm.event='NewBlockHeader'"
 
@@ -31,33 +32,14 @@ class RPCError(ChainError):
         super().__init__(f"{method}: {message} ({data})" if data else f"{method}: {message}")
 
 
-class RPCClient:
+class RPCClient(HTTPClient):
     """One node's CometBFT RPC endpoint. Use as an async context manager or call :meth:`close`."""
 
     def __init__(
         self, base_url: str, *, session: aiohttp.ClientSession | None = None, timeout: float = 10.0
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._session = session
-        self._own_session = session is None
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        super().__init__(base_url, session=session, timeout=timeout)
         self._ids = itertools.count(1)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._own_session and self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return self._session
 
     async def call(self, method: str, **params: Any) -> Any:
         """One JSON-RPC call; its ``result``."""
