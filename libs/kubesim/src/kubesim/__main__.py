@@ -1,0 +1,3 @@
+from kubesim.cli import app
+
+app(prog_name="kubesim")

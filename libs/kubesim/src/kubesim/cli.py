@@ -1,0 +1,96 @@
+"""`python -m kubesim serve`: a simulated cluster as a server process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
+from kubesim.controllers import CONTROLLERS, ControllerSettings
+from kubesim.sim import KubeSim
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+log = logging.getLogger("kubesim")
+
+
+@app.callback()
+def main() -> None:
+    """kubesim: a local Kubernetes API server simulator."""
+
+
+@app.command()
+def serve(
+    port: Annotated[int, typer.Option(help="port to listen on (0: any free port)")] = 6443,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    nodes: Annotated[Path | None, typer.Option(help="YAML file of the cluster's nodes")] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="write a kubeconfig for the server here")
+    ] = None,
+    kube_version: Annotated[
+        str, typer.Option(help="Kubernetes version served and validated against")
+    ] = "1.32",
+    pod_start_delay: Annotated[float, typer.Option(help="seconds from scheduled to Running")] = 0.5,
+    disable: Annotated[
+        list[str] | None, typer.Option(help=f"controllers to switch off: {', '.join(CONTROLLERS)}")
+    ] = None,
+) -> None:
+    """Serve the Kubernetes API on HOST:PORT until SIGINT or SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        cluster = ClusterSpec.load(nodes) if nodes else DEFAULT_CLUSTER
+    except ValueError as exc:
+        typer.echo(f"kubesim: {exc}", err=True)
+        raise typer.Exit(2) from None
+    unknown = set(disable or []) - set(CONTROLLERS)
+    if unknown:
+        typer.echo(
+            f"kubesim: unknown controllers {sorted(unknown)}; known: {', '.join(CONTROLLERS)}",
+            err=True,
+        )
+        raise typer.Exit(2)
+    settings = ControllerSettings(
+        enabled=frozenset(CONTROLLERS) - set(disable or []), pod_start_delay=pod_start_delay
+    )
+    try:
+        asyncio.run(
+            _serve(
+                KubeSim(
+                    cluster, kube_version=kube_version, controllers=settings, host=host, port=port
+                ),
+                kubeconfig,
+            )
+        )
+    except OSError as exc:
+        typer.echo(f"kubesim: cannot listen on {host}:{port}: {exc.strerror}", err=True)
+        raise typer.Exit(1) from None
+    except ValueError as exc:
+        typer.echo(f"kubesim: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+async def _serve(sim: KubeSim, kubeconfig: Path | None) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with sim:
+        if kubeconfig is not None:
+            sim.write_kubeconfig(kubeconfig)
+        names = ", ".join(n.name for n in sim.cluster.nodes)
+        log.info(
+            "kubesim serving Kubernetes %s at %s (nodes: %s)",
+            sim.store.kube_version,
+            sim.url,
+            names or "none",
+        )
+        if kubeconfig is not None:
+            log.info("kubeconfig written to %s", kubeconfig)
+        with contextlib.suppress(asyncio.CancelledError):
+            await stop.wait()
+    log.info("kubesim stopped")

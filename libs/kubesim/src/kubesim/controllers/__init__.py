@@ -1,0 +1,81 @@
+"""kwok-style controllers that make the simulated cluster behave like a real one.
+
+`Controllers.run()` is one loop: any write to the store (or a fault switch, or a timer a
+controller asked for) wakes it, and it runs every enabled controller until a pass writes
+nothing. Each controller can be switched off (`ControllerSettings.enabled`) so a test can
+play that part itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from kubesim.cluster import ClusterSpec
+from kubesim.controllers import housekeeping, pods, workloads
+from kubesim.controllers.base import CONTROLLERS, Context, ControllerSettings, monotonic
+from kubesim.faults import Faults
+from kubesim.store import Store
+
+__all__ = ["CONTROLLERS", "ControllerSettings", "Controllers"]
+
+log = logging.getLogger("kubesim.controllers")
+
+MAX_PASSES = 50  # a pass that keeps writing is a bug; stop and try again on the next wake
+
+
+class Controllers:
+    def __init__(
+        self,
+        store: Store,
+        faults: Faults,
+        cluster: ClusterSpec,
+        settings: ControllerSettings,
+        kubelet_version: str,
+    ) -> None:
+        self.ctx = Context(store, faults, cluster, settings)
+        self.kubelet_version = kubelet_version
+        self._wake = asyncio.Event()
+        store.listeners.append(lambda _event: self._wake.set())
+        faults.on_change.append(self._wake.set)
+        table: list[tuple[str, Callable[[Context], None]]] = [
+            ("namespaces", housekeeping.namespaces),
+            ("garbage-collector", housekeeping.garbage_collector),
+            ("nodes", housekeeping.nodes),
+            ("volumes", housekeeping.volumes),
+            ("deployments", workloads.deployments),
+            ("replicasets", workloads.replicasets),
+            ("statefulsets", workloads.statefulsets),
+            ("scheduler", pods.scheduler),
+            ("kubelet", pods.Kubelets()),
+        ]
+        self._passes = [(name, run) for name, run in table if name in settings.enabled]
+
+    def bootstrap(self) -> None:
+        housekeeping.bootstrap(self.ctx, self.kubelet_version)
+
+    def reconcile(self) -> None:
+        """Run the controllers until a pass changes nothing."""
+        for _ in range(MAX_PASSES):
+            before = self.ctx.store.rv
+            for name, run in self._passes:
+                try:
+                    run(self.ctx)
+                except Exception:
+                    log.exception("controller %s failed", name)
+            if self.ctx.store.rv == before:
+                return
+        log.warning("controllers still writing after %d passes", MAX_PASSES)
+
+    async def run(self) -> None:
+        while True:
+            timers = [t for t in self.ctx.timers if t > monotonic()]
+            self.ctx.timers.clear()
+            timeout = max(min(timers) - monotonic(), 0.0) if timers else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            self._wake.clear()
+            self.reconcile()
+            await asyncio.sleep(0)

@@ -1,0 +1,194 @@
+"""What every controller uses: typed access to the store, status writes, Event objects.
+
+Controllers are level-triggered: each pass reads the whole state and writes only what
+differs, so a pass that finds nothing to do writes nothing and the loop comes to rest.
+Writes here are the system's own (`system=True`): no validation, statuses included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesim.cluster import ClusterSpec
+from kubesim.faults import Faults
+from kubesim.store import Store, StoreKey, now
+
+PODS: StoreKey = ("", "pods")
+NODES: StoreKey = ("", "nodes")
+EVENTS: StoreKey = ("", "events")
+PVCS: StoreKey = ("", "persistentvolumeclaims")
+PVS: StoreKey = ("", "persistentvolumes")
+NAMESPACES: StoreKey = ("", "namespaces")
+STORAGE_CLASSES: StoreKey = ("storage.k8s.io", "storageclasses")
+DEPLOYMENTS: StoreKey = ("apps", "deployments")
+REPLICASETS: StoreKey = ("apps", "replicasets")
+STATEFULSETS: StoreKey = ("apps", "statefulsets")
+
+CONTROLLERS = (
+    "namespaces",
+    "garbage-collector",
+    "nodes",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "scheduler",
+    "kubelet",
+    "volumes",
+)
+
+
+@dataclass
+class ControllerSettings:
+    """Which controllers run and how fast the simulated cluster moves."""
+
+    enabled: frozenset[str] = frozenset(CONTROLLERS)
+    pod_start_delay: float = 0.2  # scheduled -> Running and Ready
+    crash_interval: float = 1.0  # a crash-looping container restarts this often
+
+
+@dataclass
+class Context:
+    store: Store
+    faults: Faults
+    cluster: ClusterSpec
+    settings: ControllerSettings
+    timers: list[float] = field(default_factory=list)
+
+    def wake_at(self, when: float) -> None:
+        """Ask for another pass at monotonic time `when`."""
+        self.timers.append(when)
+
+    def items(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.store.items(key, namespace)
+
+    def _rtype(self, key: StoreKey) -> Any:
+        rtype = self.store.catalog.by_store_key(key)
+        if rtype is None:
+            raise LookupError(f"no resource type for {key}")
+        return rtype
+
+    def create(self, key: StoreKey, obj: dict[str, Any]) -> dict[str, Any]:
+        namespace = obj["metadata"].get("namespace", "")
+        return self.store.create(self._rtype(key), namespace, obj, system=True)
+
+    def update(self, key: StoreKey, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        return self.store.update(
+            self._rtype(key), meta.get("namespace", ""), meta["name"], obj, system=True
+        )
+
+    def set_status(self, key: StoreKey, obj: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Write `status` if it differs; returns whether it did."""
+        if obj.get("status") == status:
+            return False
+        new = dict(obj)
+        new["status"] = status
+        meta = obj["metadata"]
+        rtype = self._rtype(key)
+        sub = "status" if "status" in rtype.subresources else None
+        self.store.update(
+            rtype, meta.get("namespace", ""), meta["name"], new, subresource=sub, system=True
+        )
+        return True
+
+    def delete(self, key: StoreKey, obj: dict[str, Any]) -> None:
+        self.store.remove(key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+    def event(
+        self,
+        obj: dict[str, Any],
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        component: str = "kubesim",
+    ) -> None:
+        """Record a core/v1 Event about `obj`; a repeat bumps its count, like the real recorder."""
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") or "default"
+        if self.store.find(NAMESPACES, "", namespace) is None:
+            return
+        digest = hashlib.sha1(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]  # noqa: S324
+        name = f"{meta['name']}.{digest}"
+        stamp = now()
+        existing = self.store.find(EVENTS, namespace, name)
+        if existing is not None:
+            existing["count"] = existing.get("count", 1) + 1
+            existing["lastTimestamp"] = stamp
+            self.update(EVENTS, existing)
+            return
+        self.create(
+            EVENTS,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {
+                    "kind": obj.get("kind"),
+                    "apiVersion": obj.get("apiVersion"),
+                    "name": meta["name"],
+                    "namespace": meta.get("namespace"),
+                    "uid": meta.get("uid"),
+                    "resourceVersion": meta.get("resourceVersion"),
+                },
+                "reason": reason,
+                "message": message,
+                "type": "Warning" if warning else "Normal",
+                "source": {"component": component},
+                "reportingComponent": component,
+                "reportingInstance": "kubesim",
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+                "count": 1,
+            },
+        )
+
+
+def owner_ref(owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+    uid = owner["metadata"]["uid"]
+    return any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
+
+
+def condition(
+    kind: str,
+    status: bool,
+    reason: str = "",
+    message: str = "",
+    previous: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A condition that keeps its lastTransitionTime while its status does not change."""
+    value = "True" if status else "False"
+    before = next((c for c in previous or [] if c.get("type") == kind), None)
+    stamp = (
+        before["lastTransitionTime"]
+        if before and before.get("status") == value and before.get("lastTransitionTime")
+        else now()
+    )
+    cond = {"type": kind, "status": value, "lastTransitionTime": stamp}
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
+def monotonic() -> float:
+    return time.monotonic()
+
+
+def terminating(obj: dict[str, Any]) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))

@@ -1,0 +1,336 @@
+"""The scheduler and the kubelets: pods placed on nodes that fit them, then run.
+
+Scheduler: a pod without `spec.nodeName` goes to the ready node that satisfies its
+`nodeSelector`, required node affinity, taints and resource requests (CPU, memory,
+ephemeral storage, GPUs, pod count) with the most room left; when none does, it stays
+Pending with `PodScheduled=False/Unschedulable` and the scheduler's message
+("0/2 nodes are available: 2 Insufficient cpu.") and a FailedScheduling event.
+
+Kubelet: a scheduled pod is ContainerCreating, then Running and Ready after the configured
+delay; a pod under the crash-loop fault restarts every `crash_interval` in CrashLoopBackOff
+and is never ready; a pod on a NotReady node loses its readiness.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from decimal import Decimal
+from typing import Any
+
+from kubesim import quantity
+from kubesim.controllers.base import NODES, PODS, PVCS, Context, condition, monotonic, terminating
+from kubesim.selectors import match_node_selector_terms
+from kubesim.store import now
+
+RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "amd.com/gpu")
+
+
+def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
+    """Requests of a pod (a container's limits stand in for requests it leaves unset)."""
+    total: dict[str, Decimal] = {}
+    for container in pod["spec"].get("containers") or []:
+        res = container.get("resources") or {}
+        asked = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for name, value in asked.items():
+            total[name] = total.get(name, Decimal(0)) + quantity.parse(value)
+    return total
+
+
+def _fits_selector(pod: dict[str, Any], node: dict[str, Any]) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    for key, value in (pod["spec"].get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms")
+    return not terms or match_node_selector_terms(terms, node)
+
+
+def _tolerated(pod: dict[str, Any], node: dict[str, Any]) -> str | None:
+    """The first taint of the node that the pod does not tolerate."""
+    tolerations = pod["spec"].get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(
+            (t.get("operator") == "Exists" and t.get("key") in (None, "", taint["key"]))
+            or (t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""))
+            for t in tolerations
+        ):
+            return str(taint["key"])
+    return None
+
+
+def scheduler(ctx: Context) -> None:
+    nodes = ctx.items(NODES)
+    pods = ctx.items(PODS)
+    used: dict[str, defaultdict[str, Decimal]] = {
+        n["metadata"]["name"]: defaultdict(Decimal) for n in nodes
+    }
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if node in used and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            for name, value in pod_requests(pod).items():
+                used[node][name] += value
+            used[node]["pods"] += 1
+    for pod in pods:
+        if pod["spec"].get("nodeName") or terminating(pod):
+            continue
+        if pod["spec"].get("schedulerName", "default-scheduler") != "default-scheduler":
+            continue
+        chosen, reasons = _place(ctx, pod, nodes, used)
+        if chosen is None:
+            message = (
+                f"0/{len(nodes)} nodes are available: "
+                + ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+                + "."
+            )
+            status = dict(pod.get("status") or {})
+            status["phase"] = "Pending"
+            status["conditions"] = [
+                condition("PodScheduled", False, "Unschedulable", message, status.get("conditions"))
+            ]
+            if ctx.set_status(PODS, pod, status):
+                ctx.event(
+                    pod, "FailedScheduling", message, warning=True, component="default-scheduler"
+                )
+            continue
+        for name, value in pod_requests(pod).items():
+            used[chosen][name] += value
+        used[chosen]["pods"] += 1
+        pod["spec"]["nodeName"] = chosen
+        placed = ctx.update(PODS, pod)
+        ns = placed["metadata"]["namespace"]
+        ctx.event(
+            placed,
+            "Scheduled",
+            f"Successfully assigned {ns}/{placed['metadata']['name']} to {chosen}",
+            component="default-scheduler",
+        )
+
+
+def _place(
+    ctx: Context,
+    pod: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    used: dict[str, defaultdict[str, Decimal]],
+) -> tuple[str | None, Counter[str]]:
+    requests = pod_requests(pod)
+    reasons: Counter[str] = Counter()
+    best: tuple[Decimal, str] | None = None
+    claims_ok = _claims_bound(ctx, pod)
+    for node in nodes:
+        name = node["metadata"]["name"]
+        taint = _tolerated(pod, node)
+        if taint is not None:
+            reasons[f"node(s) had untolerated taint {{{taint}: }}"] += 1
+            continue
+        if not _fits_selector(pod, node):
+            reasons["node(s) didn't match Pod's node affinity/selector"] += 1
+            continue
+        if not claims_ok:
+            reasons["pod has unbound immediate PersistentVolumeClaims"] += 1
+            continue
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        short = False
+        for resource, amount in requests.items():
+            if amount <= 0:
+                continue
+            have = quantity.parse(allocatable.get(resource, "0"))
+            if used[name][resource] + amount > have:
+                reasons[f"Insufficient {resource}"] += 1
+                short = True
+        if used[name]["pods"] + 1 > int(allocatable.get("pods", "110")):
+            reasons["Too many pods"] += 1
+            short = True
+        if short:
+            continue
+        cpu = quantity.parse(allocatable.get("cpu", "1")) or Decimal(1)
+        load = used[name]["cpu"] / cpu
+        if best is None or (load, name) < best:
+            best = (load, name)
+    return (best[1] if best else None), reasons
+
+
+def _claims_bound(ctx: Context, pod: dict[str, Any]) -> bool:
+    ns = pod["metadata"]["namespace"]
+    for volume in pod["spec"].get("volumes") or []:
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim:
+            pvc = ctx.store.find(PVCS, ns, claim)
+            if pvc is None or (pvc.get("status") or {}).get("phase") != "Bound":
+                return False
+    return True
+
+
+class Kubelets:
+    """Pod lifecycles on every node; remembers when each pod was scheduled."""
+
+    def __init__(self) -> None:
+        self._scheduled: dict[str, float] = {}
+        self._crashes: dict[str, tuple[int, float, str]] = {}
+        self._ips: dict[str, str] = {}
+
+    def __call__(self, ctx: Context) -> None:
+        nodes = {n["metadata"]["name"]: n for n in ctx.items(NODES)}
+        seen = set()
+        for pod in ctx.items(PODS):
+            uid = pod["metadata"]["uid"]
+            seen.add(uid)
+            node_name = pod["spec"].get("nodeName")
+            if not node_name or terminating(pod) or node_name not in nodes:
+                continue
+            self._sync(ctx, pod, nodes[node_name], list(nodes).index(node_name))
+        for gone in set(self._scheduled) - seen:
+            self._scheduled.pop(gone, None)
+            self._crashes.pop(gone, None)
+            self._ips.pop(gone, None)
+
+    def _ip(self, uid: str, node_index: int) -> str:
+        if uid not in self._ips:
+            self._ips[uid] = f"10.244.{node_index}.{len(self._ips) % 250 + 2}"
+        return self._ips[uid]
+
+    def _sync(
+        self, ctx: Context, pod: dict[str, Any], node: dict[str, Any], node_index: int
+    ) -> None:
+        uid = pod["metadata"]["uid"]
+        clock = monotonic()
+        started_at = self._scheduled.setdefault(uid, clock)
+        status = dict(pod.get("status") or {})
+        previous = status.get("conditions") or []
+        node_ready = node["metadata"]["name"] not in ctx.faults.not_ready
+        running = clock >= started_at + ctx.settings.pod_start_delay
+        crashing = running and ctx.faults.crashlooping(pod)
+        containers = pod["spec"].get("containers") or []
+        status["hostIP"] = _internal_ip(node)
+        status["podIP"] = self._ip(uid, node_index)
+        status["podIPs"] = [{"ip": status["podIP"]}]
+        status["qosClass"] = "Burstable"
+        status.setdefault("startTime", now())
+        if not running:
+            ctx.wake_at(started_at + ctx.settings.pod_start_delay)
+            status["phase"] = "Pending"
+            states = [
+                _container_status(c, {"waiting": {"reason": "ContainerCreating"}}, False, 0)
+                for c in containers
+            ]
+        elif crashing:
+            restarts, last, stamp = self._crashes.get(uid, (0, clock, now()))
+            if clock - last >= ctx.settings.crash_interval or uid not in self._crashes:
+                restarts, last, stamp = restarts + 1, clock, now()
+                self._crashes[uid] = (restarts, last, stamp)
+                if restarts > 1:
+                    ctx.event(
+                        pod,
+                        "BackOff",
+                        "Back-off restarting failed container",
+                        warning=True,
+                        component="kubelet",
+                    )
+            ctx.wake_at(last + ctx.settings.crash_interval)
+            status["phase"] = "Running"
+            states = [
+                _container_status(
+                    c,
+                    {
+                        "waiting": {
+                            "reason": "CrashLoopBackOff",
+                            "message": f"back-off restarting failed container {c['name']}",
+                        }
+                    },
+                    False,
+                    restarts,
+                    last_state={
+                        "terminated": {
+                            "exitCode": 1,
+                            "reason": "Error",
+                            "startedAt": stamp,
+                            "finishedAt": stamp,
+                        }
+                    },
+                )
+                for c in containers
+            ]
+        else:
+            restarts = self._crashes.get(uid, (0, 0.0, ""))[0]
+            prior = {s["name"]: s for s in status.get("containerStatuses") or []}
+            states = [
+                _container_status(
+                    c,
+                    {
+                        "running": {
+                            "startedAt": ((prior.get(c["name"]) or {}).get("state") or {})
+                            .get("running", {})
+                            .get("startedAt")
+                            or now()
+                        }
+                    },
+                    node_ready,
+                    restarts,
+                )
+                for c in containers
+            ]
+            status["phase"] = "Running"
+        ready = running and not crashing and node_ready
+        status["containerStatuses"] = states
+        status["conditions"] = [
+            condition("PodReadyToStartContainers", running, previous=previous),
+            condition("Initialized", True, previous=previous),
+            condition(
+                "Ready",
+                ready,
+                "" if ready else ("NodeNotReady" if not node_ready else "ContainersNotReady"),
+                previous=previous,
+            ),
+            condition(
+                "ContainersReady",
+                running and not crashing,
+                "" if running and not crashing else "ContainersNotReady",
+                previous=previous,
+            ),
+            condition("PodScheduled", True, previous=previous),
+        ]
+        if (
+            ctx.set_status(PODS, pod, status)
+            and running
+            and not crashing
+            and pod.get("status", {}).get("phase") != "Running"
+        ):
+            for c in containers:
+                ctx.event(
+                    pod,
+                    "Pulled",
+                    f'Container image "{c.get("image")}" already present on machine',
+                    component="kubelet",
+                )
+                ctx.event(pod, "Started", f"Started container {c['name']}", component="kubelet")
+
+
+def _internal_ip(node: dict[str, Any]) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address["address"])
+    return "10.0.0.1"
+
+
+def _container_status(
+    container: dict[str, Any],
+    state: dict[str, Any],
+    ready: bool,
+    restarts: int,
+    last_state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": container["name"],
+        "image": container.get("image"),
+        "imageID": f"docker.io/{container.get('image')}@sha256:" + "0" * 64,
+        "containerID": f"containerd://{container['name']}",
+        "ready": ready,
+        "started": "running" in state,
+        "restartCount": restarts,
+        "state": state,
+        "lastState": last_state or {},
+    }

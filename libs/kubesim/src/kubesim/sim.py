@@ -1,0 +1,125 @@
+"""`KubeSim`: the store, the HTTP API, the controllers and the fault switches, together.
+
+    async with KubeSim(ClusterSpec.load(path)) as sim:
+        sim.url               # http://127.0.0.1:PORT
+        sim.write_kubeconfig(tmp / "kubeconfig")
+        sim.faults.unavailable(5)
+
+In-process it binds a free port on 127.0.0.1; `python -m kubesim serve` runs the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+
+from kubesim import kubeconfig
+from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
+from kubesim.controllers import Controllers, ControllerSettings
+from kubesim.faults import Faults
+from kubesim.logs import LogSource
+from kubesim.server import ApiServer
+from kubesim.store import Store
+
+
+class KubeSim:
+    def __init__(
+        self,
+        cluster: ClusterSpec = DEFAULT_CLUSTER,
+        *,
+        kube_version: str = "1.32",
+        controllers: ControllerSettings | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        history: int = 10_000,
+        bookmark_interval: float = 5.0,
+        log_interval: float = 1.0,
+    ) -> None:
+        self.cluster = cluster
+        self.host = host
+        self.port = port
+        self.store = Store(kube_version=kube_version, history=history)
+        self.faults = Faults()
+        git_version = f"v{kube_version}.0" if kube_version.count(".") == 1 else f"v{kube_version}"
+        self.api = ApiServer(
+            self.store,
+            self.faults,
+            LogSource(log_interval),
+            git_version=git_version,
+            bookmark_interval=bookmark_interval,
+        )
+        self.controllers = Controllers(
+            self.store, self.faults, cluster, controllers or ControllerSettings(), git_version
+        )
+        self.faults.on_change.append(self._fault_changed)
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> KubeSim:
+        self.controllers.bootstrap()
+        self.controllers.reconcile()
+        self._runner = web.AppRunner(self.api.app, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await self._listen()
+        self._tasks.append(asyncio.create_task(self.controllers.run(), name="kubesim-controllers"))
+        return self
+
+    async def _listen(self) -> None:
+        if self._runner is None:
+            raise RuntimeError("kubesim is not started")
+        self._site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await self._site.start()
+        server = self._site._server  # the bound port, when asked for port 0
+        if self.port == 0 and isinstance(server, asyncio.Server) and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        self.store.close_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> KubeSim:
+        return await self.start()
+
+    async def __aexit__(
+        self, *exc: type[BaseException] | BaseException | TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        return kubeconfig.write(path, self.url)
+
+    def _fault_changed(self) -> None:
+        if self.faults.is_unavailable():
+            self.store.close_watches()  # an outage drops every open watch
+            if self.faults.refuse and self._site is not None:
+                self._tasks.append(
+                    asyncio.create_task(self._refuse_for(self.faults.unavailable_until))
+                )
+
+    async def _refuse_for(self, until: float) -> None:
+        """Close the listening socket until `until`, then listen on the same port again."""
+        site, self._site = self._site, None
+        if site is None:
+            return
+        await site.stop()
+        await asyncio.sleep(max(until - time.monotonic(), 0))
+        if self._runner is not None:
+            await self._listen()
