@@ -8,6 +8,7 @@ extensions the server understands (`nullable`, `x-kubernetes-int-or-string`).
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -101,10 +102,10 @@ def to_json_schema(schema: Any) -> Any:
 
 
 @lru_cache(maxsize=128)
-def _validator(rtype: ResourceType) -> jsonschema.Validator | None:
-    if rtype.schema is None:
-        return None
-    schema = to_json_schema(rtype.schema)
+def _validator(schema_text: str) -> jsonschema.Validator:
+    # keyed by the schema's text: a ResourceType's equality ignores its schema, and a CRD
+    # that is updated or deleted and created again serves a new one under the same name
+    schema = to_json_schema(json.loads(schema_text))
     # the server owns these; CRD schemas rarely declare them
     for key in ("apiVersion", "kind", "metadata"):
         schema.get("properties", {}).pop(key, None)
@@ -112,7 +113,8 @@ def _validator(rtype: ResourceType) -> jsonschema.Validator | None:
 
 
 def prune(obj: Any, schema: dict[str, Any] | None, root: bool = True) -> Any:
-    """Drop what a structural schema does not declare (metadata and type fields are kept)."""
+    """Drop what a structural schema does not declare (metadata and type fields are kept,
+    at the root and in objects marked `x-kubernetes-embedded-resource`)."""
     if schema is None or not isinstance(obj, dict | list):
         return obj
     if isinstance(obj, list):
@@ -123,8 +125,9 @@ def prune(obj: Any, schema: dict[str, Any] | None, root: bool = True) -> Any:
     props = schema.get("properties") or {}
     extra = schema.get("additionalProperties")
     out = {}
+    resource = root or bool(schema.get("x-kubernetes-embedded-resource"))
     for key, value in obj.items():
-        if root and key in ("apiVersion", "kind", "metadata"):
+        if resource and key in ("apiVersion", "kind", "metadata"):
             out[key] = value
         elif key in props:
             out[key] = prune(value, props[key], False)
@@ -136,5 +139,7 @@ def prune(obj: Any, schema: dict[str, Any] | None, root: bool = True) -> Any:
 
 
 def check_custom(rtype: ResourceType, obj: dict[str, Any]) -> list[Cause]:
-    checker = _validator(rtype)
-    return [] if checker is None else schema_causes(checker, obj)
+    if rtype.schema is None:
+        return []
+    checker = _validator(json.dumps(rtype.schema, sort_keys=True))
+    return schema_causes(checker, obj)

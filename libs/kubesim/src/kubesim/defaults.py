@@ -1,16 +1,21 @@
 """Defaults the real API server fills in on write, for the fields clients compare.
 
 Only the defaults a client is likely to read back are applied (replicas, strategies,
-restart policy, image pull policy, protocols, service type and target ports…): enough that
-an object read back from kubesim looks like one read back from a cluster.
+restart policy, image pull policy, protocols, service type and target ports, a Secret's
+type, with its write-only `stringData` folded into `data`…): enough that an object read
+back from kubesim looks like one read back from a cluster.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 
 def apply(kind: str, obj: dict[str, Any]) -> None:
+    if kind == "Secret":
+        _secret(obj)
+        return
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         if kind in ("Namespace",):
@@ -77,6 +82,21 @@ def _pod_spec(spec: dict[str, Any], restart: str = "Always") -> None:
             for port in container.get("ports") or []:
                 if isinstance(port, dict):
                     port.setdefault("protocol", "TCP")
+
+
+def _secret(obj: dict[str, Any]) -> None:
+    """`type` defaults to Opaque; `stringData` is write-only, folded into `data` (base64)."""
+    obj.setdefault("type", "Opaque")
+    strings = obj.get("stringData")
+    if not isinstance(strings, dict) or not all(isinstance(v, str) for v in strings.values()):
+        return  # left for validation to refuse
+    data = obj.get("data")
+    data = dict(data) if isinstance(data, dict) else {}
+    for key, value in strings.items():
+        data[key] = base64.b64encode(value.encode()).decode()
+    del obj["stringData"]
+    if data:
+        obj["data"] = data
 
 
 def _service(spec: dict[str, Any]) -> None:

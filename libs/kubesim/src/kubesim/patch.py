@@ -81,7 +81,8 @@ def _merge_map(target: dict[str, Any], patch: dict[str, Any], node: SchemaNode) 
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _merge_map(result.get(key) or {}, value, child)
+            current = result.get(key)
+            merged = _merge_map(current if isinstance(current, dict) else {}, value, child)
             if merged is None:
                 result.pop(key, None)
             else:

@@ -142,6 +142,15 @@ _KIND_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# what the real server indexes for a field the object leaves out (Go's zero values)
+_FIELD_ZEROES = {
+    "spec.unschedulable": "false",
+    "spec.hostNetwork": "false",
+    "status.replicas": "0",
+    "status.successful": "0",
+}
+
+
 def _field_value(obj: dict[str, Any], path: str) -> str:
     value: Any = obj
     if path == "source":
@@ -149,7 +158,7 @@ def _field_value(obj: dict[str, Any], path: str) -> str:
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     if value is None:
-        return ""
+        return _FIELD_ZEROES.get(path, "")
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import io
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import yaml
@@ -34,11 +35,31 @@ log = logging.getLogger("kubesim")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# kinds whose DELETE answers with the deleted object (`ReturnDeletedObject` in the real
+# registry, the object type in its OpenAPI spec); the others answer a `Status` once the
+# object is gone
+RETURNS_DELETED = {
+    ("", "pods"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("", "resourcequotas"),
+    ("storage.k8s.io", "storageclasses"),
+}
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    """A boolean query parameter, read as Go's `strconv.ParseBool` reads it: the asyncio
+    client sends `watch=True`."""
+    return query.get(name, "") in ("1", "t", "T", "true", "TRUE", "True")
+
 
 def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        status=status, body=json.dumps(body, separators=(",", ":")), content_type="application/json"
-    )
+    data = json.dumps(body, separators=(",", ":")).encode()
+    # aiohttp warns of raw bodies over 1 MiB (an error under `-W error`): stream those
+    payload: bytes | io.BytesIO = io.BytesIO(data) if len(data) > 2**20 else data
+    return web.Response(status=status, body=payload, content_type="application/json")
 
 
 class ApiServer:
@@ -62,14 +83,16 @@ class ApiServer:
             middlewares=[self._errors, self._fault_switches], client_max_size=16 * 2**20
         )
         r = self.app.router
-        r.add_get("/version", self.version)
         for probe in ("/healthz", "/livez", "/readyz"):
             r.add_get(probe, self.probe)
-        r.add_get("/api", self.core_versions)
-        r.add_get("/api/{version}", self.resource_list_core)
-        r.add_get("/apis", self.groups)
-        r.add_get("/apis/{group}", self.group)
-        r.add_get("/apis/{group}/{version}", self.resource_list)
+        # the official clients ask for discovery with a trailing slash (`/apis/apps/v1/`)
+        for slash in ("", "/"):
+            r.add_get("/version" + slash, self.version)
+            r.add_get("/api" + slash, self.core_versions)
+            r.add_get("/api/{version}" + slash, self.resource_list_core)
+            r.add_get("/apis" + slash, self.groups)
+            r.add_get("/apis/{group}" + slash, self.group)
+            r.add_get("/apis/{group}/{version}" + slash, self.resource_list)
         r.add_post("/_kubesim/faults", self.set_faults)
         r.add_post("/_kubesim/compact", self.compact)
         r.add_route("*", "/api/{version}/{tail:.+}", self.resource)
@@ -237,7 +260,7 @@ class ApiServer:
         method = request.method
         if name is None:
             if method == "GET":
-                if q.get("watch") in ("true", "1"):
+                if _flag(q, "watch"):
                     return await self._watch(request, rtype, namespace)
                 return self._list(request, rtype, namespace)
             if method == "POST":
@@ -326,7 +349,10 @@ class ApiServer:
                 if key in q:
                     options.setdefault(key, q[key])
             obj = self.store.delete(rtype, ns, name, options, dry_run=dry_run)
-            return _json(self._present(rtype, obj))
+            pending = bool(obj["metadata"].get("deletionTimestamp"))  # finalizers to run
+            if pending or rtype.store_key in RETURNS_DELETED:
+                return _json(self._present(rtype, obj))
+            return _json(_deleted(rtype, obj))
         raise errors.method_not_allowed(f"{method} is not supported")
 
     def _present(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -371,7 +397,9 @@ class ApiServer:
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
         if cont:
             meta["continue"] = cont
-            meta["remainingItemCount"] = remaining
+            if not q.get("labelSelector") and not q.get("fieldSelector"):
+                # with a selector the real server cannot count what remains, and omits it
+                meta["remainingItemCount"] = remaining
         return _json(
             {
                 "kind": f"{rtype.kind}List",
@@ -441,14 +469,21 @@ class ApiServer:
         q = request.query
         labels = label_matcher(q.get("labelSelector"))
         fields = field_matcher(q.get("fieldSelector"), rtype.kind, rtype.custom)
-        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
-        initial_end = q.get("sendInitialEvents") in ("true", "1")
-        timeout = float(q.get("timeoutSeconds") or self.watch_timeout)
+        bookmarks = _flag(q, "allowWatchBookmarks")
+        initial_end = _flag(q, "sendInitialEvents")
+        try:
+            timeout = float(q.get("timeoutSeconds") or self.watch_timeout)
+        except ValueError:
+            raise errors.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']}") from None
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         since = None if initial_end else q.get("resourceVersion")
         try:
             watch, initial = self.store.watch(rtype, namespace, since, labels, fields)
+            # every write reaches the queue in order, so the version of the last event taken
+            # from it (or of the store when the watch began) is as far as a bookmark may
+            # claim: the store's own version may be ahead of events still queued
+            reached = self.store.rv
         except errors.ApiError as exc:
             if exc.code != 410:
                 raise
@@ -456,12 +491,14 @@ class ApiServer:
             await self._send(response, "ERROR", exc.status())
             await response.write_eof()
             return response
-        await response.prepare(request)
         try:
+            await response.prepare(request)
             for kind, obj in initial:
                 await self._send(response, kind, self._present(rtype, obj))
             if initial_end:
-                await self._bookmark(response, rtype, {"k8s.io/initial-events-end": "true"})
+                await self._bookmark(
+                    response, rtype, reached, {"k8s.io/initial-events-end": "true"}
+                )
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self.bookmark_interval
             while (left := deadline - time.monotonic()) > 0:
@@ -470,11 +507,12 @@ class ApiServer:
                     event = await asyncio.wait_for(watch.queue.get(), timeout=max(wait, 0))
                 except TimeoutError:
                     if bookmarks and time.monotonic() >= next_bookmark:
-                        await self._bookmark(response, rtype)
+                        await self._bookmark(response, rtype, reached)
                         next_bookmark = time.monotonic() + self.bookmark_interval
                     continue
                 if event is None:
                     break
+                reached = event.rv
                 seen = watch.translate(event)
                 if seen is not None:
                     await self._send(
@@ -492,9 +530,10 @@ class ApiServer:
         self,
         response: web.StreamResponse,
         rtype: ResourceType,
+        rv: int,
         annotations: dict[str, str] | None = None,
     ) -> None:
-        meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if annotations:
             meta["annotations"] = annotations
         await self._send(
@@ -506,6 +545,21 @@ class ApiServer:
     async def _send(self, response: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
         line = json.dumps({"type": kind, "object": obj}, separators=(",", ":")) + "\n"
         await response.write(line.encode())
+
+
+def _deleted(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """The `Status` the real server answers for an object deleted at once."""
+    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": rtype.plural}
+    if rtype.group:
+        details["group"] = rtype.group
+    details["uid"] = obj["metadata"].get("uid")
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
 
 
 def _scale_body(obj: dict[str, Any]) -> dict[str, Any]:

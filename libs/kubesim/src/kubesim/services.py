@@ -45,18 +45,31 @@ def allocate(
     spec["clusterIPs"] = [spec["clusterIP"]]
     if spec.get("type") in ("NodePort", "LoadBalancer"):
         before = {p.get("port"): p.get("nodePort") for p in old_spec.get("ports") or []}
-        mine = set(before.values())
+        # ports asked for by this very Service are not free for its other ports
+        asked = {p.get("nodePort") for p in spec.get("ports") or [] if p.get("nodePort")}
+        mine = set(before.values()) | asked
         free = (p for p in NODE_PORTS if p not in ports and p not in mine)
+        given: set[int] = set()
         for i, port in enumerate(spec.get("ports") or []):
             wanted = port.get("nodePort")
             if not wanted:
-                port["nodePort"] = before.get(port.get("port")) or next(free)
+                kept = before.get(port.get("port"))
+                port["nodePort"] = kept if kept and kept not in asked else next(free)
             elif wanted in ports:
                 causes.append(
                     invalid_value(
                         f"spec.ports[{i}].nodePort", wanted, "provided port is already allocated"
                     )
                 )
+            elif wanted in given:
+                causes.append(
+                    (
+                        f"spec.ports[{i}].nodePort",
+                        "FieldValueDuplicate",
+                        f"Duplicate value: {wanted}",
+                    )
+                )
+            given.add(port["nodePort"])
     else:
         for port in spec.get("ports") or []:
             port.pop("nodePort", None)

@@ -50,7 +50,7 @@ class Event:
     old: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: the store keeps its watches in a set
 class Watch:
     """One client's watch: events matching its resource, namespace and selectors."""
 
@@ -194,10 +194,6 @@ class Store:
             self._check_namespace(rtype, namespace, name)
         else:
             meta.pop("namespace", None)
-        if name and (namespace if rtype.namespaced else "", name) in self._objects.get(
-            rtype.store_key, {}
-        ):
-            raise errors.already_exists(rtype, name)
         for server_field in (
             "uid",
             "resourceVersion",
@@ -212,9 +208,14 @@ class Store:
         if "status" in rtype.subresources and not system:
             obj.pop("status", None)
         self._prepare(rtype, obj, None, system=system, strict=strict)
+        # as the real server does, an invalid object is refused (422) before its name is
+        # found taken (409)
+        key = (namespace if rtype.namespaced else "", name)
+        if key in self._objects.get(rtype.store_key, {}):
+            raise errors.already_exists(rtype, name)
         if dry_run:
             return obj
-        self._commit(rtype, (namespace if rtype.namespaced else "", name), obj, None)
+        self._commit(rtype, key, obj, None)
         return copy.deepcopy(obj)
 
     def update(
@@ -240,6 +241,11 @@ class Store:
             raise errors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on "
                 f"the URL ({name})"
+            )
+        if rtype.namespaced and meta.get("namespace") not in (None, "", namespace):
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
             )
         given = meta.get("resourceVersion")
         if given and given != old["metadata"]["resourceVersion"]:
@@ -484,7 +490,7 @@ class Store:
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if "generation" in old_meta:
             meta["generation"] = old_meta["generation"]
-            if _content(new) != _content(old):
+            if _content(rtype, new) != _content(rtype, old):
                 meta["generation"] += 1
         self._prepare(rtype, new, old, system=system, strict=strict)
         if new == old:
@@ -615,5 +621,9 @@ class Store:
                 yield key, obj
 
 
-def _content(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+def _content(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """The part of an object whose changes bump `metadata.generation`: all but metadata and
+    status — and status too, for a custom resource whose CRD has no status subresource."""
+    own_status = not rtype.custom or "status" in rtype.subresources
+    skip = ("metadata", "status") if own_status else ("metadata",)
+    return {k: v for k, v in obj.items() if k not in skip}

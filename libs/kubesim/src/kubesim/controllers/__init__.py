@@ -74,8 +74,11 @@ class Controllers:
             timers = [t for t in self.ctx.timers if t > monotonic()]
             self.ctx.timers.clear()
             timeout = max(min(timers) - monotonic(), 0.0) if timers else None
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that races with the wake-up, and then stop() waits forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             self._wake.clear()
             self.reconcile()
             await asyncio.sleep(0)

@@ -109,8 +109,9 @@ class Context:
         """Record a core/v1 Event about `obj`; a repeat bumps its count, like the real recorder."""
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
-        if self.store.find(NAMESPACES, "", namespace) is None:
-            return
+        home = self.store.find(NAMESPACES, "", namespace)
+        if home is None or home["metadata"].get("deletionTimestamp"):
+            return  # no events in a namespace that is gone or going
         digest = hashlib.sha1(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]  # noqa: S324
         name = f"{meta['name']}.{digest}"
         stamp = now()
