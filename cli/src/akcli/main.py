@@ -28,9 +28,12 @@ The provider services are not built yet. What exists today:
   akash-provider sdl groups FILE        the deployment groups an order asks for, with prices
   akash-provider bus dlq list STREAM    dead letters on the Redis bus ($REDIS_URL)
   akash-provider bus dlq replay STREAM  put them back on their stream
+  python -m akdevnet start              the local chain; `python -m akdevnet tenant ...` tenants
+  python -m akchainsvc                  the chain relay (REDIS_URL, AP_NODE, AP_API, AP_KEY_FILE)
+  python -m kubesim serve               a simulated Kubernetes cluster (`--kubeconfig OUT`)
 
-The devnet chain, the Kubernetes simulator and the services (bid engine, cluster, manifest,
-balance, gateway) follow; `akash-provider run` will start them all.
+The services (bid engine, cluster, manifest, balance, gateway) follow; `akash-provider run`
+will start them all on these embedded defaults.
 """
 
 
