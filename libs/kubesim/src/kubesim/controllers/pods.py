@@ -2,7 +2,9 @@
 
 Scheduler: a pod without `spec.nodeName` goes to the ready node that satisfies its
 `nodeSelector`, required node affinity, taints and resource requests (CPU, memory,
-ephemeral storage, GPUs, pod count) with the most room left; when none does, it stays
+ephemeral storage, GPUs, pod count) with the most room left — scored like the default
+scheduler's LeastAllocated, which counts a pod without requests as 100m CPU and 200Mi
+memory, so such pods spread over the nodes too; when none fits, it stays
 Pending with `PodScheduled=False/Unschedulable` and the scheduler's message
 ("0/2 nodes are available: 2 Insufficient cpu.") and a FailedScheduling event.
 
@@ -23,6 +25,8 @@ from kubesim.selectors import match_node_selector_terms
 from kubesim.store import now
 
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "amd.com/gpu")
+# what the default scheduler's scoring assumes for a container that requests nothing
+SCORING_DEFAULTS = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 2**20)}
 
 
 def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
@@ -34,6 +38,16 @@ def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
         for name, value in asked.items():
             total[name] = total.get(name, Decimal(0)) + quantity.parse(value)
     return total
+
+
+def _add(used: defaultdict[str, Decimal], pod: dict[str, Any]) -> None:
+    """Count `pod` on a node: its requests, one pod, and its load as the scorer sees it."""
+    requests = pod_requests(pod)
+    for name, value in requests.items():
+        used[name] += value
+    used["pods"] += 1
+    for name, default in SCORING_DEFAULTS.items():
+        used[f"score:{name}"] += requests.get(name) or default
 
 
 def _fits_selector(pod: dict[str, Any], node: dict[str, Any]) -> bool:
@@ -72,9 +86,7 @@ def scheduler(ctx: Context) -> None:
     for pod in pods:
         node = pod["spec"].get("nodeName")
         if node in used and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            for name, value in pod_requests(pod).items():
-                used[node][name] += value
-            used[node]["pods"] += 1
+            _add(used[node], pod)
     for pod in pods:
         if pod["spec"].get("nodeName") or terminating(pod):
             continue
@@ -97,9 +109,7 @@ def scheduler(ctx: Context) -> None:
                     pod, "FailedScheduling", message, warning=True, component="default-scheduler"
                 )
             continue
-        for name, value in pod_requests(pod).items():
-            used[chosen][name] += value
-        used[chosen]["pods"] += 1
+        _add(used[chosen], pod)
         pod["spec"]["nodeName"] = chosen
         placed = ctx.update(PODS, pod)
         ns = placed["metadata"]["namespace"]
@@ -147,8 +157,14 @@ def _place(
             short = True
         if short:
             continue
-        cpu = quantity.parse(allocatable.get("cpu", "1")) or Decimal(1)
-        load = used[name]["cpu"] / cpu
+        load = sum(
+            (
+                (used[name][f"score:{r}"] + (requests.get(r) or default))
+                / (quantity.parse(allocatable.get(r, "1")) or Decimal(1))
+                for r, default in SCORING_DEFAULTS.items()
+            ),
+            Decimal(0),
+        )
         if best is None or (load, name) < best:
             best = (load, name)
     return (best[1] if best else None), reasons
