@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from kubesim.selectors import label_matcher
 
 
@@ -76,20 +78,65 @@ class Faults:
             self.not_ready.add(name)
         self._changed()
 
-    def apply(self, body: dict[str, Any]) -> None:
-        """The HTTP form: {"unavailable": {"seconds": S, "refuse": bool}} | {"available": true}
-        | {"slow": {"delay": D, "seconds": S}} | {"crashloop": {"namespace": N, "selector": L}}
-        | {"heal": true} | {"node": {"name": N, "ready": bool}}."""
-        if "unavailable" in body:
-            spec = body["unavailable"]
-            self.unavailable(float(spec["seconds"]), refuse=bool(spec.get("refuse", False)))
-        if body.get("available"):
+    def apply(self, body: Any) -> None:
+        """The HTTP form, one or more switches at once (see `FaultSwitches`); ValueError says
+        what is wrong with a request, and nothing is switched then."""
+        try:
+            switches = FaultSwitches.model_validate(body)
+            if switches.crashloop is not None:
+                label_matcher(switches.crashloop.selector)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"bad fault switches: {problems}") from None
+        if switches.unavailable is not None:
+            self.unavailable(switches.unavailable.seconds, refuse=switches.unavailable.refuse)
+        if switches.available:
             self.available()
-        if "slow" in body:
-            self.slow(float(body["slow"]["delay"]), float(body["slow"].get("seconds", 3600)))
-        if "crashloop" in body:
-            self.crashloop(body["crashloop"]["namespace"], body["crashloop"]["selector"])
-        if body.get("heal"):
+        if switches.slow is not None:
+            self.slow(switches.slow.delay, switches.slow.seconds)
+        if switches.crashloop is not None:
+            self.crashloop(switches.crashloop.namespace, switches.crashloop.selector)
+        if switches.heal:
             self.heal()
-        if "node" in body:
-            self.node_ready(body["node"]["name"], bool(body["node"]["ready"]))
+        if switches.node is not None:
+            self.node_ready(switches.node.name, switches.node.ready)
+
+
+class _Switch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Unavailable(_Switch):
+    seconds: float = Field(gt=0)
+    refuse: bool = False
+
+
+class _Slow(_Switch):
+    delay: float = Field(ge=0)
+    seconds: float = Field(3600.0, gt=0)
+
+
+class _Crashloop(_Switch):
+    namespace: str = Field(min_length=1)
+    selector: str
+
+
+class _Node(_Switch):
+    name: str = Field(min_length=1)
+    ready: bool
+
+
+class FaultSwitches(_Switch):
+    """`POST /_kubesim/faults` body, e.g. {"unavailable": {"seconds": 2, "refuse": true}},
+    {"available": true}, {"slow": {"delay": 0.5, "seconds": 10}},
+    {"crashloop": {"namespace": "ns", "selector": "app=web"}}, {"heal": true},
+    {"node": {"name": "node-a", "ready": false}}."""
+
+    unavailable: _Unavailable | None = None
+    available: bool = False
+    slow: _Slow | None = None
+    crashloop: _Crashloop | None = None
+    heal: bool = False
+    node: _Node | None = None

@@ -215,7 +215,10 @@ class ApiServer:
 
     # -- kubesim's controls ------------------------------------------------------
     async def set_faults(self, request: web.Request) -> web.Response:
-        self.faults.apply(await self._body(request))
+        try:
+            self.faults.apply(await self._body(request))
+        except ValueError as exc:
+            raise errors.bad_request(str(exc)) from None
         return _json({"ok": True})
 
     async def compact(self, _request: web.Request) -> web.Response:
