@@ -38,6 +38,27 @@ def apply(kind: str, obj: dict[str, Any]) -> None:
         spec.setdefault("volumeMode", "Filesystem")
 
 
+def new_pod_status(pod: dict[str, Any]) -> dict[str, Any]:
+    """A new pod's status, as the API server writes it: Pending, with its QoS class."""
+    return {"phase": "Pending", "qosClass": qos_class(pod)}
+
+
+def qos_class(pod: dict[str, Any]) -> str:
+    """Guaranteed (CPU and memory limits everywhere, requests equal to them), BestEffort
+    (no requests or limits at all) or Burstable."""
+    spec = pod.get("spec") or {}
+    containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits, requests = r.get("limits") or {}, r.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                return "Burstable"
+    return "Guaranteed"
+
+
 def _workload(kind: str, spec: dict[str, Any]) -> None:
     if kind != "DaemonSet":
         spec.setdefault("replicas", 1)

@@ -207,6 +207,8 @@ class Store:
             meta["generation"] = 1
         if "status" in rtype.subresources and not system:
             obj.pop("status", None)
+        if rtype.kind == "Pod" and not rtype.custom and not obj.get("status"):
+            obj["status"] = defaults.new_pod_status(obj)
         self._prepare(rtype, obj, None, system=system, strict=strict)
         # as the real server does, an invalid object is refused (422) before its name is
         # found taken (409)

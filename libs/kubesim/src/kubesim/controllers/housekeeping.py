@@ -110,6 +110,8 @@ def nodes(ctx: Context) -> None:
                 previous,
             )
         status["conditions"] = [*healthy, last]
+        for cond in status["conditions"]:  # no heartbeats are simulated: the last is the change
+            cond["lastHeartbeatTime"] = cond["lastTransitionTime"]
         if ctx.set_status(NODES, node, status):
             if not ready and any(c["type"] == "Ready" and c["status"] == "True" for c in previous):
                 ctx.event(

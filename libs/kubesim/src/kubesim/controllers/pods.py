@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from decimal import Decimal
 from typing import Any
 
-from kubesim import quantity
+from kubesim import defaults, quantity
 from kubesim.controllers.base import NODES, PODS, PVCS, Context, condition, monotonic, terminating
 from kubesim.selectors import match_node_selector_terms
 from kubesim.store import now
@@ -198,20 +198,25 @@ class Kubelets:
             node_name = pod["spec"].get("nodeName")
             if not node_name or terminating(pod) or node_name not in nodes:
                 continue
-            self._sync(ctx, pod, nodes[node_name], list(nodes).index(node_name))
+            self._sync(ctx, pod, nodes[node_name])
         for gone in set(self._scheduled) - seen:
             self._scheduled.pop(gone, None)
             self._crashes.pop(gone, None)
             self._ips.pop(gone, None)
 
-    def _ip(self, uid: str, node_index: int) -> str:
+    def _ip(self, uid: str, node: dict[str, Any]) -> str:
+        """An address in the node's pod CIDR (a /24), not reused while the pod lives."""
         if uid not in self._ips:
-            self._ips[uid] = f"10.244.{node_index}.{len(self._ips) % 250 + 2}"
+            cidr = (node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24"
+            prefix = cidr.split("/")[0].rsplit(".", 1)[0]
+            taken = set(self._ips.values())
+            host = next(
+                (h for h in range(2, 255) if f"{prefix}.{h}" not in taken), len(self._ips) % 253
+            )
+            self._ips[uid] = f"{prefix}.{host}"
         return self._ips[uid]
 
-    def _sync(
-        self, ctx: Context, pod: dict[str, Any], node: dict[str, Any], node_index: int
-    ) -> None:
+    def _sync(self, ctx: Context, pod: dict[str, Any], node: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         clock = monotonic()
         started_at = self._scheduled.setdefault(uid, clock)
@@ -222,9 +227,9 @@ class Kubelets:
         crashing = running and ctx.faults.crashlooping(pod)
         containers = pod["spec"].get("containers") or []
         status["hostIP"] = _internal_ip(node)
-        status["podIP"] = self._ip(uid, node_index)
+        status["podIP"] = self._ip(uid, node)
         status["podIPs"] = [{"ip": status["podIP"]}]
-        status["qosClass"] = "Burstable"
+        status.setdefault("qosClass", defaults.qos_class(pod))
         status.setdefault("startTime", now())
         if not running:
             ctx.wake_at(started_at + ctx.settings.pod_start_delay)
