@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubesim import errors
+from kubesim import errors, tables
 from kubesim.catalog import ResourceType
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
@@ -321,7 +321,16 @@ class ApiServer:
         if sub not in (None, "status"):
             raise errors.method_not_allowed(f"{method} is not supported on {rtype.plural}/{sub}")
         if method == "GET":
-            return _json(self._present(rtype, self.store.get(rtype, ns, name)))
+            obj = self._present(rtype, self.store.get(rtype, ns, name))
+            if sub is None and tables.wanted(request.headers.get("Accept", "")):
+                table = tables.table(
+                    rtype.kind,
+                    [obj],
+                    {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                    request.query.get("includeObject", "Metadata"),
+                )
+                return _json(table)
+            return _json(obj)
         if method == "PUT":
             obj = self.store.update(
                 rtype,
@@ -403,12 +412,17 @@ class ApiServer:
             if not q.get("labelSelector") and not q.get("fieldSelector"):
                 # with a selector the real server cannot count what remains, and omits it
                 meta["remainingItemCount"] = remaining
+        presented = [self._present(rtype, i) for i in items]
+        if tables.wanted(request.headers.get("Accept", "")):
+            return _json(
+                tables.table(rtype.kind, presented, meta, q.get("includeObject", "Metadata"))
+            )
         return _json(
             {
                 "kind": f"{rtype.kind}List",
                 "apiVersion": rtype.api_version,
                 "metadata": meta,
-                "items": [self._present(rtype, i) for i in items],
+                "items": presented,
             }
         )
 
