@@ -152,7 +152,8 @@ class ClusterSpec(BaseModel):
             raise ValueError(f"{path}: not valid YAML: {exc}") from None
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+                f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
             )
             raise ValueError(f"{path}: {problems}") from None
 

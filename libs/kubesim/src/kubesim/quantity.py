@@ -30,7 +30,7 @@ def parse(value: str | int | float) -> Decimal:
         return Decimal(str(value))
     match = _QUANTITY.match(str(value).strip())
     if match is None or match.group(2) not in _SUFFIXES:
-        raise ValueError(f"quantities must match the regular expression: {value!r}")
+        raise ValueError(f"{value!r} is not a quantity (like 500m, 2, 512Mi or 1.5Gi)")
     try:
         return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
     except InvalidOperation:
