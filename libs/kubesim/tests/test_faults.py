@@ -84,12 +84,12 @@ def test_unavailable_answers_503_then_recovers(
 ) -> None:
     core = client.CoreV1Api(k8s)
     core.create_namespace({"metadata": {"name": "before"}})
-    kubesim_thread.call(lambda: kubesim_thread.faults.unavailable(0.5))
+    kubesim_thread.call(lambda: kubesim_thread.faults.unavailable(2))
     with pytest.raises(ApiException) as down:
         core.list_namespace()
     assert down.value.status == 503
     assert json.loads(down.value.body)["reason"] == "ServiceUnavailable"
-    wait_until(lambda: status_of(core.list_namespace), lambda code: code == 200, timeout=5)
+    wait_until(lambda: status_of(core.list_namespace), lambda code: code == 200, timeout=10)
     names = [n.metadata.name for n in core.list_namespace().items]
     assert "before" in names  # nothing was lost during the outage
 
@@ -127,7 +127,7 @@ def test_refused_connections_then_the_same_port_listens_again(
     core = client.CoreV1Api(k8s)
     port = kubesim_thread.running.port
     assert accepts(port)
-    kubesim_thread.call(lambda: kubesim_thread.faults.unavailable(1.0, refuse=True))
+    kubesim_thread.call(lambda: kubesim_thread.faults.unavailable(2.0, refuse=True))
     wait_until(lambda: accepts(port), lambda up: not up, timeout=5)
     with pytest.raises(urllib3.exceptions.MaxRetryError) as refused:
         core.list_namespace(_request_timeout=1)
@@ -260,9 +260,9 @@ def test_fault_switches_over_http(kubesim_process: KubeSimProcess) -> None:
     api = config.new_client_from_config(str(kubesim_process.kubeconfig))
     core = client.CoreV1Api(api)
     try:
-        assert post_faults(kubesim_process, {"unavailable": {"seconds": 0.5}})[0] == 200
+        assert post_faults(kubesim_process, {"unavailable": {"seconds": 2}})[0] == 200
         assert status_of(core.list_node) == 503
-        wait_until(lambda: status_of(core.list_node), lambda code: code == 200, timeout=5)
+        wait_until(lambda: status_of(core.list_node), lambda code: code == 200, timeout=10)
 
         kubesim_process.faults(node={"name": "node-a", "ready": False})
         wait_until(

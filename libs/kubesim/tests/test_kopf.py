@@ -166,7 +166,9 @@ def test_kopf_operator_handles_create_update_delete(
     made = wait_for(operator, configmap, lambda cm: cm is not None)
     assert made.data == {"message": "hello, world"}
     owner = greeting()
-    assert made.metadata.owner_references[0].uid == owner["metadata"]["uid"]
+    assert [(o.kind, o.name, o.uid, o.controller) for o in made.metadata.owner_references] == [
+        ("Greeting", "hello", owner["metadata"]["uid"], True)
+    ]
     created = wait_for(
         operator, greeting, lambda g: (g.get("status") or {}).get("phase") == "Greeted"
     )
