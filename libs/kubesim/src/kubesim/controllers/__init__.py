@@ -71,7 +71,7 @@ class Controllers:
 
     async def run(self) -> None:
         while True:
-            timers = [t for t in self.ctx.timers if t > monotonic()]
+            timers = list(self.ctx.timers)  # one already due means: run again at once
             self.ctx.timers.clear()
             timeout = max(min(timers) - monotonic(), 0.0) if timers else None
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
