@@ -193,7 +193,7 @@ BUILTIN: tuple[ResourceType, ...] = (
 
 
 class Catalog:
-    """Every served resource type, looked up by group/version/plural or by group/kind."""
+    """Every served resource type, looked up by group/version/plural or by store key."""
 
     def __init__(self) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
@@ -206,12 +206,6 @@ class Catalog:
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
-
-    def by_kind(self, group: str, kind: str) -> ResourceType | None:
-        for rtype in self._types.values():
-            if rtype.group == group and rtype.kind == kind:
-                return rtype
-        return None
 
     def by_store_key(self, key: tuple[str, str]) -> ResourceType | None:
         for rtype in self._types.values():

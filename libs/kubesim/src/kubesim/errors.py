@@ -45,7 +45,7 @@ class ApiError(Exception):
         return body
 
 
-def _details(rtype: ResourceType, name: str) -> dict[str, Any]:
+def details_of(rtype: ResourceType, name: str) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name, "kind": rtype.plural}
     if rtype.group:
         details["group"] = rtype.group
@@ -57,12 +57,14 @@ def bad_request(message: str) -> ApiError:
 
 
 def not_found(rtype: ResourceType, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{rtype.qualified} "{name}" not found', _details(rtype, name))
+    return ApiError(
+        404, "NotFound", f'{rtype.qualified} "{name}" not found', details_of(rtype, name)
+    )
 
 
 def already_exists(rtype: ResourceType, name: str) -> ApiError:
     return ApiError(
-        409, "AlreadyExists", f'{rtype.qualified} "{name}" already exists', _details(rtype, name)
+        409, "AlreadyExists", f'{rtype.qualified} "{name}" already exists', details_of(rtype, name)
     )
 
 
@@ -72,7 +74,7 @@ def conflict(rtype: ResourceType, name: str) -> ApiError:
         "Conflict",
         f'Operation cannot be fulfilled on {rtype.qualified} "{name}": the object has been '
         "modified; please apply your changes to the latest version and try again",
-        _details(rtype, name),
+        details_of(rtype, name),
     )
 
 
@@ -84,7 +86,7 @@ def invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str, str]]) 
     """422 naming each field: causes are (field, reason, message) as the real server gives."""
     text = ", ".join(f"{f}: {m}" if f else m for f, _, m in causes)
     group = f".{rtype.group}" if rtype.group else ""
-    details = _details(rtype, name)
+    details = details_of(rtype, name)
     details["kind"] = rtype.kind
     details["causes"] = [
         {"reason": reason, "message": message, "field": f} for f, reason, message in causes

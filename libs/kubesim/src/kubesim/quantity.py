@@ -35,12 +35,3 @@ def parse(value: str | int | float) -> Decimal:
         return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
     except InvalidOperation:
         raise ValueError(f"invalid quantity {value!r}") from None
-
-
-def format_bytes(value: Decimal) -> str:
-    """Bytes in the largest binary unit that divides them exactly (`80Gi`)."""
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        unit = _SUFFIXES[suffix]
-        if value >= unit and value % unit == 0:
-            return f"{int(value / unit)}{suffix}"
-    return str(int(value))

@@ -287,31 +287,13 @@ class ApiServer:
             return await self._scale(request, rtype, ns, name)
         if sub == "eviction" and method == "POST":
             self.store.delete(rtype, ns, name, dry_run=dry_run)
-            return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "code": 201,
-                },
-                201,
-            )
+            return _json(_success(code=201), 201)
         if sub == "binding" and method == "POST":
             body = await self._body(request)
             pod = self.store.get(rtype, ns, name)
             pod["spec"]["nodeName"] = (body.get("target") or {}).get("name")
             self.store.update(rtype, ns, name, pod, system=True)
-            return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "code": 201,
-                },
-                201,
-            )
+            return _json(_success(code=201), 201)
         if sub == "finalize" and method == "PUT":
             body = await self._body(request)
             current = self.store.get(rtype, ns, name)
@@ -564,19 +546,15 @@ class ApiServer:
         await response.write(line.encode())
 
 
+def _success(**fields: Any) -> dict[str, Any]:
+    """A `Status` of success, as the real server answers actions without an object."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", **fields}
+
+
 def _deleted(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """The `Status` the real server answers for an object deleted at once."""
-    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": rtype.plural}
-    if rtype.group:
-        details["group"] = rtype.group
-    details["uid"] = obj["metadata"].get("uid")
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": details,
-    }
+    meta = obj["metadata"]
+    return _success(details=errors.details_of(rtype, meta["name"]) | {"uid": meta.get("uid")})
 
 
 def _scale_body(obj: dict[str, Any]) -> dict[str, Any]:

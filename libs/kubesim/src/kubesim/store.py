@@ -103,10 +103,17 @@ class Store:
 
     # -- reads -------------------------------------------------------------------
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        obj = self._objects.get(rtype.store_key, {}).get((namespace, name))
+        return copy.deepcopy(self._stored(rtype, namespace, name)[1])
+
+    def _stored(
+        self, rtype: ResourceType, namespace: str, name: str
+    ) -> tuple[ObjKey, dict[str, Any]]:
+        """The key and the stored object itself (not a copy); 404 when there is none."""
+        key = (namespace if rtype.namespaced else "", name)
+        obj = self._objects.get(rtype.store_key, {}).get(key)
         if obj is None:
             raise errors.not_found(rtype, name)
-        return copy.deepcopy(obj)
+        return key, obj
 
     def find(self, key: StoreKey, namespace: str, name: str) -> dict[str, Any] | None:
         obj = self._objects.get(key, {}).get((namespace, name))
@@ -232,10 +239,7 @@ class Store:
         system: bool = False,
         strict: bool = True,
     ) -> dict[str, Any]:
-        key = (namespace if rtype.namespaced else "", name)
-        old = self._objects.get(rtype.store_key, {}).get(key)
-        if old is None:
-            raise errors.not_found(rtype, name)
+        key, old = self._stored(rtype, namespace, name)
         new = copy.deepcopy(body)
         self._check_type(rtype, new)
         meta = new.setdefault("metadata", {})
@@ -279,10 +283,7 @@ class Store:
         dry_run: bool = False,
         strict: bool = True,
     ) -> dict[str, Any]:
-        key = (namespace if rtype.namespaced else "", name)
-        old = self._objects.get(rtype.store_key, {}).get(key)
-        if old is None:
-            raise errors.not_found(rtype, name)
+        key, old = self._stored(rtype, namespace, name)
         current = copy.deepcopy(old)
         if patch_type == patch.JSON_PATCH:
             new = patch.json_patch(current, body)
@@ -324,10 +325,7 @@ class Store:
         *,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        key = (namespace if rtype.namespaced else "", name)
-        old = self._objects.get(rtype.store_key, {}).get(key)
-        if old is None:
-            raise errors.not_found(rtype, name)
+        key, old = self._stored(rtype, namespace, name)
         options = options or {}
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:

@@ -24,7 +24,6 @@ from kubesim.controllers.base import NODES, PODS, PVCS, Context, condition, mono
 from kubesim.selectors import match_node_selector_terms
 from kubesim.store import now
 
-RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "amd.com/gpu")
 # what the default scheduler's scoring assumes for a container that requests nothing
 SCORING_DEFAULTS = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 2**20)}
 
