@@ -16,31 +16,19 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.testing import ThreadedKubeSim
-
-T = TypeVar("T")
+from kubesim.testing import ThreadedKubeSim, wait_until
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
 # -- helpers -------------------------------------------------------------------------------
-def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
-    """Poll `fetch` until `done` holds for its result; fails with the last value seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s; last value: {value!r}")
-        time.sleep(0.02)
 
 
 def api_error(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:

@@ -12,38 +12,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.testing import KubeSimProcess, ThreadedKubeSim
-
-T = TypeVar("T")
-
-
-@pytest.fixture
-def k8s(kubesim_kubeconfig: Path) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(str(kubesim_kubeconfig))
-    try:
-        yield api
-    finally:
-        api.close()
-
-
-def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s; last value: {value!r}")
-        time.sleep(0.02)
+from kubesim.testing import KubeSimProcess, ThreadedKubeSim, wait_until
 
 
 def status_of(call: Callable[[], Any]) -> int:

@@ -9,10 +9,9 @@ a refused exec, and the 422 for an invalid object.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -20,9 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
 from kubesim.cluster import ClusterSpec
-from kubesim.testing import ThreadedKubeSim
-
-T = TypeVar("T")
+from kubesim.testing import ThreadedKubeSim, wait_until
 
 CLUSTER = """
 nodes:
@@ -61,17 +58,6 @@ def ns(cluster_api: client.ApiClient, request: pytest.FixtureRequest) -> Iterato
     core.create_namespace({"metadata": {"name": name}})
     yield name
     core.delete_namespace(name)
-
-
-def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s; last value: {value!r}")
-        time.sleep(0.02)
 
 
 def deployment(

@@ -4,7 +4,8 @@
 - `ThreadedKubeSim`: a simulator in a background thread with its own loop, for tests using
   the synchronous `kubernetes` client (the `kubesim_thread` fixture);
 - `KubeSimProcess`: `python -m kubesim serve` as a child process on a free port, with its
-  fault switches reached over HTTP (the `kubesim_process` fixture).
+  fault switches reached over HTTP (the `kubesim_process` fixture);
+- `wait_until`: poll a client call until the simulated cluster has caught up.
 """
 
 from __future__ import annotations
@@ -98,6 +99,18 @@ class ThreadedKubeSim:
 
     def write_kubeconfig(self, path: Path) -> Path:
         return self.running.write_kubeconfig(path)
+
+
+def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
+    """Poll `fetch` until `done` holds for its result; fails with the last value seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached within {timeout}s; last value: {value!r}")
+        time.sleep(0.02)
 
 
 def free_port() -> int:
