@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from typer.testing import CliRunner
 
 from akbus import Bus, RedisSettings
+from akbus.embedded import shared_server, stop_shared_server
 from akcli.main import app
 from aktypes.events import DeadLetter, OrderCreated, envelope_from_fields, streams
 from aktypes.ids import OrderID
@@ -94,3 +96,21 @@ def test_unreachable_redis_is_a_clean_error() -> None:
     assert result.exit_code == 1
     assert "cannot reach Redis at redis://127.0.0.1:9/0" in result.output
     assert "Traceback" not in result.output
+
+
+def test_without_a_url_the_embedded_server_is_used(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("emb")
+    env = {"REDIS_URL": "", "REDIS_EMBEDDED_DIR": str(folder)}
+    result = runner.invoke(app, ["bus", "dlq", "list", S], env=env)
+    assert result.exit_code == 1
+    assert f"no embedded Redis is running in {folder}" in result.output
+    url = shared_server(folder)
+    try:
+        seed(url, 1)
+        result = runner.invoke(app, ["bus", "dlq", "list", S], env=env)
+        assert result.exit_code == 0, result.output
+        assert "1 dead letter(s)" in result.output
+    finally:
+        assert stop_shared_server(folder)

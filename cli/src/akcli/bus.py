@@ -1,6 +1,7 @@
 """``akash-provider bus``: inspect and replay dead letters on the Redis bus.
 
-Connects with ``REDIS_URL`` (and ``REDIS_PASSWORD``), or ``--redis-url``.
+Connects with ``REDIS_URL`` (and ``REDIS_PASSWORD``), or ``--redis-url``; without either, to
+the embedded server the provider runs in ``REDIS_EMBEDDED_DIR``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from akbus import Bus, ConnectionLost, RedisSettings
+from akbus.embedded import EmbeddedRedisError, shared_server
 from akbus.settings import redact
 
 app = typer.Typer(help="The Redis Streams bus: dead letters.", no_args_is_help=True)
@@ -24,7 +26,11 @@ app.add_typer(dlq, name="dlq")
 T = TypeVar("T")
 RedisUrl = Annotated[
     str | None,
-    typer.Option("--redis-url", help="Redis URL (default: $REDIS_URL).", show_default=False),
+    typer.Option(
+        "--redis-url",
+        help="Redis URL (default: $REDIS_URL, else the embedded server).",
+        show_default=False,
+    ),
 ]
 Stream = Annotated[str, typer.Argument(help="The source stream, e.g. akash.chain.events.")]
 Wait = Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for Redis.")]
@@ -32,6 +38,13 @@ Wait = Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for 
 
 def _with_bus(url: str | None, work: Callable[[Bus], Awaitable[T]], wait_s: float = 5.0) -> T:
     settings = RedisSettings(url=url) if url else RedisSettings()
+    if not settings.url:  # the embedded server, if the provider started one
+        try:
+            embedded = shared_server(settings.embedded_dir, start=False)
+        except EmbeddedRedisError as exc:
+            Console(stderr=True).print(escape(str(exc)))
+            raise typer.Exit(code=1) from exc
+        settings = settings.model_copy(update={"url": embedded})
 
     async def run() -> T:
         bus = Bus.connect(settings, producer="akash-provider-cli")

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import trustme
+from prometheus_client import REGISTRY
 from pydantic import ValidationError
 
 from akbus import Bus, ConnectionLost, RedisSettings
-from akbus.embedded import EmbeddedRedis
+from akbus.embedded import EmbeddedRedis, stop_shared_server
 from akbus.settings import parse_sentinel, redact
 from aktypes.events import BidEngineStatus
 
@@ -127,6 +128,41 @@ async def test_sentinel_urls(redis_server: EmbeddedRedis, sentinel: int) -> None
     await round_trip(f"redis+sentinel://127.0.0.1:{sentinel}/akash")
 
 
+@pytest.mark.parametrize("sentinel_url", [False, True])
+async def test_more_concurrent_commands_than_connections_wait_their_turn(
+    redis_server: EmbeddedRedis,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+    sentinel_url: bool,
+) -> None:
+    redis_server.flush()
+    url = (
+        f"redis+sentinel://127.0.0.1:{request.getfixturevalue('sentinel')}/akash"
+        if sentinel_url
+        else redis_server.url
+    )
+    bus = Bus.connect(RedisSettings(url=url, max_connections=4), producer="pool-test")
+    before = _reconnects()
+    try:
+        statuses = [BidEngineStatus(orders=n) for n in range(300)]
+        ids = await asyncio.gather(*(bus.publish_status("bidengine", s) for s in statuses))
+        assert len(set(ids)) == 300
+    finally:
+        await bus.close()
+    assert _reconnects() == before
+    assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
+
+
+def _reconnects() -> float:
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "akbus_reconnects"
+        for sample in metric.samples
+        if sample.name == "akbus_reconnects_total"
+    )
+
+
 async def test_an_unreachable_server_is_reported_not_hung() -> None:
     bus = Bus.connect(
         RedisSettings(url="redis://127.0.0.1:9/0", connect_timeout_s=0.2), producer="x"
@@ -176,3 +212,26 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.url == "unix:///run/redis.sock"
     assert settings.password is not None and settings.password.get_secret_value() == "pw"
     assert "pw" not in repr(settings)
+
+
+async def test_an_empty_url_means_the_shared_embedded_server(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path_factory.mktemp("shared")
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("REDIS_EMBEDDED_DIR", str(folder))
+    settings = RedisSettings()
+    assert settings.url == "" and settings.where == f"the embedded server in {folder}"
+    first, second = (Bus.connect(settings, producer=p) for p in ("one", "two"))
+    try:
+        pid = (folder / "redis.pid").read_text()
+        await first.publish_status("bidengine", BidEngineStatus(orders=7))
+        latest = await second.status("bidengine")  # another process would find it too
+        assert latest is not None and latest.payload == BidEngineStatus(orders=7)
+        assert (folder / "redis.pid").read_text() == pid  # one server, started once
+        assert (folder / "appendonly.aof").exists() or (folder / "appendonlydir").is_dir()
+    finally:
+        await first.close()
+        await second.close()
+        assert stop_shared_server(folder)
+    assert not stop_shared_server(folder)

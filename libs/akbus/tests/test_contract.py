@@ -17,6 +17,8 @@ from akbus import (
     RequestTimeout,
     RetryableError,
     StreamMismatch,
+    Subscriber,
+    UnexpectedReply,
 )
 from akbus.settings import BusSettings
 from akbus.testing import FAST_SETTINGS, eventually, running
@@ -25,6 +27,7 @@ from aktypes.events import (
     LeaseCreated,
     OrderClosed,
     OrderCreated,
+    ReservationFailed,
     ReserveResources,
     ResourcesReserved,
     UnreserveResources,
@@ -288,6 +291,34 @@ async def test_unreadable_entries_are_dead_lettered(bus: Bus) -> None:
     assert letter.letter.fields == {"type": "chain.order.created", "payload": "{not json"}
 
 
+async def test_entries_with_bytes_that_are_not_utf8_are_dead_lettered(bus: Bus) -> None:
+    sub = bus.subscriber(S, group="g", consumer="c1")
+    handled: list[int] = []
+
+    @sub.handler(OrderCreated)
+    async def handle(msg: Message[OrderCreated]) -> None:
+        handled.append(msg.payload.order_id.dseq)
+
+    good = bus.envelope(created(1)).to_fields()
+    # what `redis-cli XADD ... payload "$(printf 'ab\xffcd')"` leaves on the stream
+    await bus.backend.xadd(S, {**good, "payload": "ab\udcffcd"})
+    await bus.backend.xadd(S, {**good, "producer": "p\udcff"})
+    await bus.publish(S, created(2))
+    async with running(sub):
+        await eventually(lambda: handled == [2])
+        await eventually(lambda: _dlq_size(bus, 2))
+    letters = await bus.dead_letters(S)
+    assert sorted(item.letter.fields["payload"] for item in letters) == sorted(
+        ["ab\\xffcd", good["payload"]]
+    )
+    assert all("not valid UTF-8" in item.letter.error for item in letters)
+    assert await pending_count(bus, "g") == 0
+    await bus.backend.xadd(dlq_stream(S), {"written": "by hand \udcfe"})
+    (*_, odd) = await bus.dead_letters(S)
+    assert odd.letter.fields == {"written": "by hand \\xfe"}
+    assert "unreadable dead letter" in odd.letter.error
+
+
 async def test_dead_letters_can_be_listed_and_replayed(bus: Bus) -> None:
     sub = bus.subscriber(S, group="g", consumer="c1")
     broken = True
@@ -412,6 +443,25 @@ async def test_state_and_outgoing_events_commit_together(bus: Bus) -> None:
     assert not await bus.apply_once("order:1:done", effects)
 
 
+async def test_concurrent_read_modify_write_bodies_are_isolated(bus: Bus) -> None:
+    """Each body reads, yields to the others, then writes what it read plus one."""
+
+    async def increment(tx: BusTx) -> None:
+        value = int(await tx.state.get("counter") or 0)
+        fields = await tx.state.hgetall("totals")
+        await asyncio.sleep(0.001)  # let every other body read the same values
+        tx.state.set("counter", str(value + 1))
+        tx.state.hset("totals", {"n": str(int(fields.get("n", "0")) + 1)})
+
+    results = await asyncio.gather(
+        *(bus.apply_once(f"rmw:{n}", increment) for n in range(20)),
+        *(bus.transact(increment) for _ in range(5)),
+    )
+    assert results[:20] == [True] * 20
+    assert await bus.backend.get("counter") == "25"
+    assert await bus.backend.hgetall("totals") == {"n": "25"}
+
+
 # -- retained status ----------------------------------------------------------------------
 
 
@@ -470,6 +520,69 @@ async def test_a_repeated_command_gets_the_same_reply(bus: Bus) -> None:
     first, second = await bus.backend.entries(reply_stream)
     assert calls == 1
     assert first.fields == second.fields
+
+
+def _reserving_responder(bus: Bus, calls: list[int]) -> Subscriber:
+    sub = bus.subscriber(streams.CLUSTER_COMMANDS, group="cluster", consumer="c1")
+
+    @sub.handler(ReserveResources)
+    async def handle(msg: Message[ReserveResources]) -> None:
+        calls.append(msg.payload.order_id.dseq)
+
+        async def effects(tx: BusTx) -> None:
+            tx.reply(ResourcesReserved(order_id=msg.payload.order_id))
+
+        await msg.apply_once(effects)
+
+    return sub
+
+
+async def test_a_handler_run_again_resends_its_command_and_gets_the_stored_reply(
+    bus: Bus,
+) -> None:
+    calls: list[int] = []
+    responder = _reserving_responder(bus, calls)
+    requester = bus.subscriber(S, group="bidengine", consumer="b1")
+    replies: list[tuple[int, ResourcesReserved | ReservationFailed]] = []
+
+    @requester.handler(OrderCreated)
+    async def on_order(msg: Message[OrderCreated]) -> None:
+        n = msg.payload.order_id.dseq
+        first = await msg.request(
+            streams.CLUSTER_COMMANDS, reserve(n), (ResourcesReserved, ReservationFailed)
+        )
+        second = await msg.request(
+            streams.CLUSTER_COMMANDS, reserve(n + 100), (ResourcesReserved, ReservationFailed)
+        )
+        replies.append((msg.deliveries, first))
+        replies.append((msg.deliveries, second))
+        if msg.deliveries == 1:
+            raise RetryableError("fails after its requests were answered")
+
+    async with running(responder, requester):
+        await bus.publish(S, created(1))
+        await eventually(lambda: len(replies) == 4)
+    assert [d for d, _ in replies] == [1, 1, 2, 2]
+    assert [r.order_id.dseq for _, r in replies] == [1, 101, 1, 101]
+    assert sorted(calls) == [1, 101]  # each command handled once, although sent twice
+
+
+async def test_a_request_from_another_process_gets_the_reply_already_given(bus: Bus) -> None:
+    calls: list[int] = []
+    responder = _reserving_responder(bus, calls)
+    other = Bus(bus.backend, producer="other-process", settings=FAST_SETTINGS)
+    async with running(responder):
+        first = await bus.request(
+            streams.CLUSTER_COMMANDS, reserve(1), ResourcesReserved, command_id="cmd-1"
+        )
+        again = await other.request(
+            streams.CLUSTER_COMMANDS, reserve(1), ResourcesReserved, command_id="cmd-1"
+        )
+        with pytest.raises(UnexpectedReply, match="answered with cluster.reserved"):
+            await bus.request(streams.CLUSTER_COMMANDS, reserve(2), ReservationFailed, timeout_s=5)
+    assert first == again
+    assert calls == [1, 2]
+    await other.close(keep_backend=True)
 
 
 async def _length(bus: Bus, stream: str, size: int) -> bool:

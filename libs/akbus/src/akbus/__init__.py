@@ -26,6 +26,7 @@ from akbus.errors import (
     RequestTimeout,
     RetryableError,
     StreamMismatch,
+    UnexpectedReply,
 )
 from akbus.memory import MemoryBackend
 from akbus.message import BusTx, Message
@@ -52,4 +53,5 @@ __all__ = [
     "StreamMismatch",
     "Subscriber",
     "Tx",
+    "UnexpectedReply",
 ]

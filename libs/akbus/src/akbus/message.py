@@ -8,10 +8,11 @@ nothing, so a handler's effects happen once even though delivery is at-least-onc
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from akbus.backend import Fields, Tx
 from akbus.keys import applied_key, reply_key
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from akbus.bus import Bus
 
 P = TypeVar("P", bound=Payload)
+R = TypeVar("R", bound=Payload)
+R2 = TypeVar("R2", bound=Payload)
 
 
 class BusTx:
@@ -63,6 +66,7 @@ class Message(Generic[P]):
     consumer: str
     deliveries: int
     bus: Bus
+    _requests: int = field(default=0, repr=False)  # requests made by this delivery
 
     @property
     def payload(self) -> P:
@@ -79,6 +83,62 @@ class Message(Generic[P]):
     async def publish(self, stream: str, payload: Payload) -> str:
         """Publish an event caused by this entry (outside any transaction)."""
         return await self.bus.publish(stream, payload, causation=self.envelope)
+
+    @overload
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: type[R],
+        *,
+        key: str | None = ...,
+        timeout_s: float = ...,
+        attempts: int = ...,
+    ) -> R: ...
+
+    @overload
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: tuple[type[R], type[R2]],
+        *,
+        key: str | None = ...,
+        timeout_s: float = ...,
+        attempts: int = ...,
+    ) -> R | R2: ...
+
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: type[Payload] | tuple[type[Payload], ...],
+        *,
+        key: str | None = None,
+        timeout_s: float = 10.0,
+        attempts: int = 3,
+    ) -> Payload:
+        """Send ``command`` on behalf of this entry and wait for its reply (one of ``expect``).
+
+        The command's id derives from this entry, the group and ``key`` (default: the
+        command's type and how many requests this delivery made before it), so a handler
+        that runs again after a failure or a crash sends the same command and gets the
+        reply already given instead of a second effect.
+        """
+        self._requests += 1
+        name = key if key is not None else f"{command.type}#{self._requests}"  # type: ignore[attr-defined]
+        seed = "\0".join((self.group, self.envelope.id, stream, name))
+        command_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        reply: Payload = await self.bus.request(
+            stream,
+            command,
+            expect,  # type: ignore[arg-type]
+            timeout_s=timeout_s,
+            attempts=attempts,
+            command_id=command_id,
+            cause=self.envelope,
+        )
+        return reply
 
     async def reply(self, payload: Payload) -> None:
         """Answer this command; idempotent for redeliveries of the same command."""

@@ -15,11 +15,12 @@ from hiredis import pack_command as hiredis_pack
 from redis import exceptions as rexc
 from redis.asyncio.connection import (
     AbstractConnection,
+    BlockingConnectionPool,
     Connection,
     SSLConnection,
     UnixDomainSocketConnection,
 )
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
 from akbus.backend import (
     Fields,
@@ -29,6 +30,7 @@ from akbus.backend import (
     StreamEntry,
     TxBody,
 )
+from akbus.embedded import shared_server
 from akbus.errors import ConnectionLost
 from akbus.settings import RedisSettings, parse_sentinel, redact
 
@@ -51,8 +53,15 @@ class _HiredisPacking:
     def pack_command(self, *args: Any) -> list[bytes]:
         if isinstance(args[0], str) and " " in args[0]:
             args = (*args[0].split(), *args[1:])
-        packed: bytes = hiredis_pack(args)
+        try:
+            packed: bytes = hiredis_pack(args)
+        except UnicodeEncodeError:  # text read from undecodable bytes: write those bytes back
+            packed = hiredis_pack(tuple(_raw(arg) for arg in args))
         return [packed]
+
+
+def _raw(arg: Any) -> Any:
+    return arg.encode("utf-8", "surrogateescape") if isinstance(arg, str) else arg
 
 
 class _FastConnection(_HiredisPacking, Connection):
@@ -65,6 +74,10 @@ class _FastUnixConnection(_HiredisPacking, UnixDomainSocketConnection):
 
 class _FastSSLConnection(_HiredisPacking, SSLConnection):
     pass
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """The sentinel's master pool, waiting for a free connection like the plain one."""
 
 
 def _fast_class(url: str) -> type[AbstractConnection]:
@@ -84,6 +97,10 @@ def connect(settings: RedisSettings) -> tuple[aioredis.Redis, list[aioredis.Redi
         "socket_timeout": settings.socket_timeout_s,
         "socket_connect_timeout": settings.connect_timeout_s,
         "health_check_interval": 30,
+        # An entry holding bytes that are not UTF-8 must reach the dead-letter stream, not
+        # crash the reader: such bytes decode to lone surrogates (and encode back unchanged);
+        # aktypes refuses them as an unreadable entry.
+        "encoding_errors": "surrogateescape",
     }
     if settings.is_sentinel:
         target = parse_sentinel(settings.url)
@@ -95,16 +112,21 @@ def connect(settings: RedisSettings) -> tuple[aioredis.Redis, list[aioredis.Redi
             **common,
         )
         client: aioredis.Redis = sentinel.master_for(
-            target.service, max_connections=settings.max_connections
+            target.service,
+            connection_pool_class=_BlockingSentinelPool,
+            max_connections=settings.max_connections,
+            timeout=None,
         )
         return client, list(sentinel.sentinels)
     kwargs = dict(common, max_connections=settings.max_connections)
     if password:
         kwargs["password"] = password
-    client = aioredis.Redis.from_url(settings.url, **kwargs)
+    # A blocking pool: more concurrent commands than connections wait their turn instead of
+    # failing with "Too many connections" (which would read as Redis being unreachable).
+    pool = BlockingConnectionPool.from_url(settings.url, timeout=None, **kwargs)
     # from_url picks the connection class from the scheme; swap in the hiredis-packing one
-    client.connection_pool.connection_class = _fast_class(settings.url)
-    return client, []
+    pool.connection_class = _fast_class(settings.url)
+    return aioredis.Redis.from_pool(pool), []
 
 
 def _entries(raw: Any) -> list[StreamEntry]:
@@ -114,27 +136,43 @@ def _entries(raw: Any) -> list[StreamEntry]:
 
 
 class RedisTx:
-    """Reads run now (on the watched connection); writes are queued for MULTI/EXEC."""
+    """Reads WATCH their key and run now; writes are queued for MULTI/EXEC.
 
-    def __init__(self, reader: Any) -> None:
-        self._pipe = reader
+    Watching every key a body reads makes the transaction optimistic: if another client
+    changes one of them before EXEC, EXEC fails and the body runs again on fresh values,
+    so a read-modify-write body behaves as if it ran alone.
+    """
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+        self._watched: set[str] = set()
         self.queued: list[Callable[[Any], Any]] = []
 
+    async def _watch(self, key: str) -> None:
+        if key not in self._watched:
+            self._watched.add(key)
+            await self._pipe.watch(key)
+
     async def get(self, key: str) -> str | None:
+        await self._watch(key)
         value: str | None = await self._pipe.get(key)
         return value
 
     async def hget(self, key: str, field: str) -> str | None:
+        await self._watch(key)
         value: str | None = await self._pipe.hget(key, field)
         return value
 
     async def hgetall(self, key: str) -> dict[str, str]:
+        await self._watch(key)
         return dict(await self._pipe.hgetall(key))
 
     async def smembers(self, key: str) -> set[str]:
+        await self._watch(key)
         return set(await self._pipe.smembers(key))
 
     async def exists(self, key: str) -> bool:
+        await self._watch(key)
         return bool(await self._pipe.exists(key))
 
     def set(self, key: str, value: str, *, ex: int | None = None) -> None:
@@ -195,6 +233,10 @@ class RedisBackend:
 
     @classmethod
     def from_settings(cls, settings: RedisSettings) -> RedisBackend:
+        """A backend on ``settings.url``; with no URL, on the shared embedded server."""
+        if not settings.url:
+            url = shared_server(settings.embedded_dir)
+            settings = settings.model_copy(update={"url": url})
         client, helpers = connect(settings)
         return cls(client, description=redact(settings.url), helpers=helpers)
 
@@ -428,38 +470,35 @@ class RedisBackend:
         await self._call(self._r.expire, key, seconds)
 
     async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool:
-        async def run() -> bool:
-            async with self._r.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        await pipe.watch(marker)
-                        if await pipe.exists(marker):
-                            await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            return False
-                        tx = RedisTx(pipe)
-                        await body(tx)
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        for command in tx.queued:
-                            command(pipe)
-                        pipe.set(marker, "1", ex=ttl_s)
-                        await pipe.execute()
-                        return True
-                    except rexc.WatchError:
-                        continue  # someone else touched the marker: look again
-
-        applied: bool = await self._call(run)
+        applied: bool = await self._call(self._optimistic, body, marker, ttl_s)
         return applied
 
     async def transact(self, body: TxBody) -> None:
-        async def run() -> None:
-            tx = RedisTx(self._r)
-            await body(tx)
-            async with self._r.pipeline(transaction=True) as pipe:
-                for command in tx.queued:
-                    command(pipe)
-                await pipe.execute()
+        await self._call(self._optimistic, body, None, 0)
 
-        await self._call(run)
+    async def _optimistic(self, body: TxBody, marker: str | None, ttl_s: int) -> bool:
+        """Run ``body`` and commit its writes, again from the start if a read key changed.
+
+        With a ``marker``: nothing happens when it is set already, and it is set in the
+        same transaction as the writes.
+        """
+        async with self._r.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    tx = RedisTx(pipe)
+                    if marker is not None and await tx.exists(marker):
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return False
+                    await body(tx)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    for command in tx.queued:
+                        command(pipe)
+                    if marker is not None:
+                        pipe.set(marker, "1", ex=ttl_s)
+                    await pipe.execute()
+                    return True
+                except rexc.WatchError:
+                    continue  # a key the body read changed meanwhile: run it again
 
     async def ping(self) -> None:
         await self._call(self._r.ping)

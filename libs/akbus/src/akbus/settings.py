@@ -1,5 +1,7 @@
 """Connection and delivery settings (pydantic-settings; ``REDIS_*`` and ``AKBUS_*``).
 
+An empty ``REDIS_URL`` means the embedded server (:func:`akbus.embedded.shared_server`),
+never whatever happens to listen on localhost:6379.
 ``REDIS_URL`` accepts ``redis://`` and ``rediss://`` (TLS) with host, port, password and
 database, ``unix:///path/to/redis.sock``, and Sentinel as
 ``redis+sentinel://[:password@]host:26379[,host:26379…]/service-name[/db]``.
@@ -8,6 +10,7 @@ database, ``unix:///path/to/redis.sock``, and Sentinel as
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, SecretStr, field_validator
@@ -59,15 +62,26 @@ class RedisSettings(BaseSettings):
         env_prefix="REDIS_", extra="ignore", hide_input_in_errors=True
     )
 
-    url: str = "redis://localhost:6379/0"
-    password: SecretStr | None = None
-    socket_timeout_s: float = Field(default=5.0, gt=0)
-    connect_timeout_s: float = Field(default=5.0, gt=0)
-    max_connections: int = Field(default=64, ge=4)
+    url: str = Field(
+        default="",
+        description="where Redis is; empty: the embedded server in REDIS_EMBEDDED_DIR",
+    )
+    embedded_dir: Path = Field(
+        default=Path(".akash-provider/redis"),
+        description="data folder of the embedded server used when REDIS_URL is empty",
+    )
+    password: SecretStr | None = Field(default=None, description="password (kept out of URLs)")
+    socket_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one command")
+    connect_timeout_s: float = Field(default=5.0, gt=0, description="timeout of a connection")
+    max_connections: int = Field(
+        default=64, ge=4, description="connections per process; more callers wait their turn"
+    )
 
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, url: str) -> str:
+        if not url:
+            return url
         scheme = url.split("://", 1)[0] if "://" in url else ""
         if scheme not in SCHEMES:
             raise ValueError(
@@ -81,6 +95,11 @@ class RedisSettings(BaseSettings):
     @property
     def is_sentinel(self) -> bool:
         return self.url.startswith(("redis+sentinel://", "sentinel://"))
+
+    @property
+    def where(self) -> str:
+        """The URL without its password, or where the embedded server lives: for messages."""
+        return redact(self.url) if self.url else f"the embedded server in {self.embedded_dir}"
 
 
 class BusSettings(BaseSettings):

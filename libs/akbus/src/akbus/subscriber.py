@@ -34,6 +34,7 @@ from akbus.message import Message, stored_reply
 from akbus.retry import until_reachable
 from akbus.settings import BusSettings
 from aktypes.events import DeadLetter, Envelope, InvalidEntryError, Payload, envelope_from_fields
+from aktypes.events.envelope import printable_fields
 from aktypes.events.streams import dlq_stream
 
 if TYPE_CHECKING:
@@ -336,13 +337,13 @@ class Subscriber:
         if envelope.reply_to and await self._answered_before(envelope):
             self._ack(entry.id)
             return
-        message = Message(
-            envelope, self.stream, entry.id, self.group, self.consumer, deliveries, self.bus
-        )
         while True:
             if deliveries > self.settings.max_deliveries:
                 await self._dead_letter(entry, "delivered too many times", deliveries - 1)
                 return
+            message = Message(
+                envelope, self.stream, entry.id, self.group, self.consumer, deliveries, self.bus
+            )
             started = time.perf_counter()
             try:
                 await handler(message)
@@ -374,7 +375,6 @@ class Subscriber:
                 if not again:
                     return  # acknowledged or deleted meanwhile
                 deliveries += 1
-                message.deliveries = deliveries
                 continue
             finally:
                 self._seconds.observe(time.perf_counter() - started)
@@ -418,7 +418,7 @@ class Subscriber:
             consumer=self.consumer,
             error=error,
             attempts=max(attempts, 1),
-            fields=entry.fields,
+            fields=printable_fields(entry.fields),
         )
         fields = self.bus.envelope(letter).to_fields()
         try:

@@ -113,11 +113,36 @@ _AnyEnvelope = Envelope[Any]  # parametrising a generic model on every call is c
 
 
 def decode_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> dict[str, str]:
-    """Stream fields as ``str`` whether the client returned bytes or text."""
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-        for k, v in fields.items()
-    }
+    """Stream fields as ``str`` whether the client returned bytes or text.
+
+    Bytes that are not UTF-8 become lone surrogates (``surrogateescape``), which
+    :func:`envelope_from_fields` then refuses with a clear error.
+    """
+    return {_text(k): _text(v) for k, v in fields.items()}
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def _is_utf8(value: str) -> bool:
+    """False for text holding lone surrogates (bytes that did not decode as UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_fields(fields: Mapping[str, str]) -> dict[str, str]:
+    """``fields`` safe to serialise: undecodable bytes shown as ``\\xNN`` escapes."""
+    return {_printable(key): _printable(value) for key, value in fields.items()}
+
+
+def _printable(value: str) -> str:
+    if value.isascii() or _is_utf8(value):
+        return value
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> Envelope[Any]:
@@ -125,6 +150,9 @@ def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> E
     from aktypes.events import EVENT_ADAPTER  # noqa: PLC0415 - the union imports this module
 
     data: Mapping[str, str] = fields if _all_text(fields) else decode_fields(fields)
+    for name, value in data.items():
+        if not value.isascii() and not _is_utf8(value):
+            raise InvalidEntryError(f"stream entry field {name!r} is not valid UTF-8: {value!a}")
     missing = [name for name in WIRE_FIELDS if name not in data]
     if missing:
         raise InvalidEntryError(f"stream entry lacks fields {missing}")
