@@ -12,8 +12,9 @@ from pathlib import Path
 
 from akbus import Bus
 from akchain import msgs
-from akchainsvc.testing import RelayProcess, chain_events, results, wait_for
+from akchainsvc.testing import RelayProcess, chain_events, results
 from akdevnet.testing import DevnetClients, DevnetProcess
+from akservice.testing import eventually
 from aktypes.coin import Coin, Dec, DecCoin
 from aktypes.events import BroadcastTx, CreateBid, Send, TxCommitted, TxFailed, WithdrawLease
 from aktypes.events import chain as ev
@@ -34,8 +35,8 @@ async def answers(bus: Bus, count: int, timeout: float = 60.0) -> list[TxCommitt
         found = await results(bus)
         return found if len(found) >= count else None
 
-    found: list[TxCommitted | TxFailed] = await wait_for(
-        enough, timeout=timeout, what=f"{count} results"
+    found: list[TxCommitted | TxFailed] = await eventually(
+        enough, timeout_s=timeout, what=f"{count} results"
     )
     return found
 
@@ -87,7 +88,7 @@ async def test_a_relay_killed_mid_flight_resumes_without_losing_or_repeating(
     before = await chain.lcd.balance(payee, "uakt")
     commands = [pay(f"kill/{i}", payee, 10 * i) for i in range(1, 31)]
     await asyncio.gather(*(bus.publish(CHAIN_TX, c) for c in commands))
-    await wait_for(lambda: _some(bus), what="first results")
+    await eventually(lambda: _some(bus), timeout_s=30.0, what="first results")
     relay.kill()
     await asyncio.to_thread(relay.start)
     found = await answers(bus, 30)
@@ -145,7 +146,7 @@ async def test_escrow_running_out_closes_the_lease_and_the_event_reaches_the_str
             if isinstance(e, ev.LeaseClosed) and e.lease_id == bid.lease_id
         ]
 
-    [event] = await wait_for(closed, what="LeaseClosed on akash.chain.events")
+    [event] = await eventually(closed, timeout_s=30.0, what="LeaseClosed on akash.chain.events")
     assert event.reason == LeaseClosedReason.INSUFFICIENT_FUNDS
     assert (await chain.lcd.lease(bid.lease_id)).state == "insufficient_funds"
     deployment_closed = [
@@ -229,7 +230,7 @@ def test_missing_settings_are_named_without_a_traceback(tmp_path: Path) -> None:
 
     bad_price = start(AP_KEY_PASSPHRASE="x", AP_GAS_PRICES="cheap")
     assert bad_price.returncode == 2
-    assert "invalid setting AP_GAS_PRICES" in bad_price.stderr
+    assert "AP_GAS_PRICES='cheap': 'cheap' is not an amount" in bad_price.stderr
     assert "0.025uakt" in bad_price.stderr
     no_passphrase = start()
     assert no_passphrase.returncode == 2

@@ -7,8 +7,9 @@ import urllib.request
 from collections.abc import Callable
 
 from akbus import Bus
-from akchainsvc.testing import RelayProcess, chain_events, results, wait_for
+from akchainsvc.testing import RelayProcess, chain_events, results
 from akdevnet.testing import DevnetClients
+from akservice.testing import eventually
 from aktypes.coin import Coin, Dec, DecCoin
 from aktypes.events import BroadcastTx, ChainStatus, CreateBid, TxCommitted, TxFailed
 from aktypes.events import chain as ev
@@ -31,7 +32,7 @@ async def test_an_order_reaches_the_stream_once_and_a_bid_command_lands_on_chain
             if isinstance(e, ev.OrderCreated) and e.order_id.deployment_id == deployment
         ]
 
-    [order] = await wait_for(orders, what="OrderCreated on akash.chain.events")
+    [order] = await eventually(orders, timeout_s=30.0, what="OrderCreated on akash.chain.events")
     provider = chain.devnet.signer("provider").address
     o = order.order_id
     bid = BidID(owner=o.owner, dseq=o.dseq, gseq=o.gseq, oseq=o.oseq, provider=provider)
@@ -46,7 +47,7 @@ async def test_an_order_reaches_the_stream_once_and_a_bid_command_lands_on_chain
     async def answered() -> list[TxCommitted | TxFailed]:
         return [r for r in await results(bus) if r.key == command.key]
 
-    [result] = await wait_for(answered, what="a result for the bid")
+    [result] = await eventually(answered, timeout_s=30.0, what="a result for the bid")
     assert isinstance(result, TxCommitted), result
     on_chain = await chain.lcd.bid(bid)
     assert on_chain.state == "open"
@@ -59,7 +60,7 @@ async def test_an_order_reaches_the_stream_once_and_a_bid_command_lands_on_chain
             e for e in await chain_events(bus) if isinstance(e, ev.BidCreated) and e.bid_id == bid
         ]
 
-    await wait_for(bid_event, what="BidCreated on akash.chain.events")
+    await eventually(bid_event, timeout_s=30.0, what="BidCreated on akash.chain.events")
     assert len(await orders()) == 1
 
     async def status() -> ChainStatus | None:
@@ -71,7 +72,7 @@ async def test_an_order_reaches_the_stream_once_and_a_bid_command_lands_on_chain
             else None
         )
 
-    reported = await wait_for(status, what="a chain status past the bid's height")
+    reported = await eventually(status, timeout_s=30.0, what="a chain status past the bid's height")
     assert reported.node_height >= reported.height
     assert reported.lag < 50
     with urllib.request.urlopen(f"{relay.health_url}/metrics") as response:  # noqa: S310

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from akbus.bus import Bus
 from akbus.memory import MemoryBackend
 from akbus.settings import BusSettings
 from akbus.subscriber import Subscriber
+
+T = TypeVar("T")
 
 FAST_SETTINGS = BusSettings(
     batch=50,
@@ -55,16 +59,19 @@ async def running(*subscribers: Subscriber) -> AsyncIterator[None]:
 
 
 async def eventually(
-    check: Callable[[], bool | Awaitable[bool]], timeout_s: float = 10.0, what: str = "condition"
-) -> None:
-    """Wait until ``check()`` is true; raise ``AssertionError`` after ``timeout_s``."""
+    check: Callable[[], T | Awaitable[T]], timeout_s: float = 10.0, what: str = "condition"
+) -> T:
+    """Wait until ``check()`` (sync or async) returns something true, and return it.
+
+    Raises ``AssertionError`` naming ``what`` after ``timeout_s``.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         result = check()
-        if not isinstance(result, bool):
+        if inspect.isawaitable(result):
             result = await result
         if result:
-            return
+            return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout_s}s")
+            raise AssertionError(f"{what} not met within {timeout_s}s (last: {result!r})")
         await asyncio.sleep(0.01)

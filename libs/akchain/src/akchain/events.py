@@ -256,8 +256,11 @@ class BlockFollower:
                     self.on_error(exc)
                     await asyncio.sleep(self.backoff.delay())
                     continue
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a
+                # cancellation that arrives as the event is set, and the follower runs on
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.poll_interval)
+                    async with asyncio.timeout(self.poll_interval):
+                        await self._wake.wait()
         finally:
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)

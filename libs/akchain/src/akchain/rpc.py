@@ -123,7 +123,7 @@ class RPCClient(HTTPClient):
         }
         try:
             async with self._client().ws_connect(
-                url, heartbeat=30.0, timeout=aiohttp.ClientWSTimeout(ws_close=5.0)
+                url, heartbeat=30.0, timeout=aiohttp.ClientWSTimeout(ws_close=1.0)
             ) as ws:
                 await ws.send_json(subscribe)
                 async for frame in ws:

@@ -1,6 +1,8 @@
 """Chain relay settings. Akash's names where the Go provider has them (``AP_NODE``,
 ``AP_CHAIN_ID``, ``AP_GAS``, ``AP_GAS_PRICES``, ``AP_FEES``, ``AP_TX_BROADCAST_TIMEOUT``);
-``AP_*`` names of our own for the rest. Redis comes from ``REDIS_*`` (see akbus).
+``AP_*`` names of our own for the rest. The process's own settings (``AP_CHAIN_HEALTH_LISTEN``,
+``AP_INSTANCE_ID``, logs), ``REDIS_*`` and ``AKBUS_*`` come from the service runtime
+(``python -m akchainsvc --help`` lists them all).
 """
 
 from __future__ import annotations
@@ -14,18 +16,9 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akchain.tx import Fee
+from akservice import Duration
 
 _COIN = re.compile(r"^(\d+(?:\.\d+)?)([a-z][a-z0-9/]{2,127})$")
-
-
-def _duration(value: object) -> object:
-    if isinstance(value, str):
-        text = value.strip().lower()
-        for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-            number = text.removesuffix(suffix)
-            if number != text and re.fullmatch(r"\d+(\.\d+)?", number):
-                return float(number) * scale
-    return value
 
 
 class ChainSettings(BaseSettings):
@@ -45,10 +38,10 @@ class ChainSettings(BaseSettings):
     )
     gas_prices: str = Field(default="0.025uakt", description="fee per unit of gas")
     fees: str = Field(default="", description="fixed fee per transaction, overrides gas prices")
-    tx_broadcast_timeout: float = Field(
+    tx_broadcast_timeout: Duration = Field(
         default=30.0, gt=0, description="how long to wait for a transaction to be committed"
     )
-    tx_poll_interval: float = Field(default=0.5, gt=0, description="commit polling interval")
+    tx_poll_interval: Duration = Field(default=0.5, gt=0, description="commit polling interval")
     tx_max_attempts: int = Field(
         default=10, ge=1, description="signatures per command before failing"
     )
@@ -59,22 +52,12 @@ class ChainSettings(BaseSettings):
         ge=1,
         description="first height to relay when no cursor is stored (default: latest)",
     )
-    events_poll_interval: float = Field(
+    events_poll_interval: Duration = Field(
         default=1.0, gt=0, description="polling when the websocket is down"
     )
-    status_interval: float = Field(default=5.0, gt=0, description="how often status is published")
-    health_listen: str = Field(default="0.0.0.0:8091", description="/healthz /readyz /metrics")
-
-    @field_validator(
-        "tx_broadcast_timeout",
-        "tx_poll_interval",
-        "events_poll_interval",
-        "status_interval",
-        mode="before",
+    status_interval: Duration = Field(
+        default=5.0, gt=0, description="how often status is published"
     )
-    @classmethod
-    def _durations(cls, value: object) -> object:
-        return _duration(value)
 
     @field_validator("gas_prices", "fees")
     @classmethod

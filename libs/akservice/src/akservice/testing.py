@@ -1,0 +1,163 @@
+"""The testing kit the services share: a subprocess harness, free ports, waiting.
+
+    with ServiceProcess([sys.executable, "-m", "akchainsvc"], env=..., log_path=...,
+                        ready=http_ready("http://127.0.0.1:8091/readyz")) as relay:
+        relay.kill(); relay.start()               # SIGKILL, then a new process
+
+- :class:`ServiceProcess`: a real process with its output in a log file; ``start`` waits
+  until ``ready()`` says so (or the process exits: the error carries its log's tail);
+  ``stop`` sends a signal and waits; ``kill`` is SIGKILL; ``restart`` both.
+- :func:`free_port`, :func:`eventually` (also for synchronous checks via
+  :func:`eventually_sync`), :func:`http_ready`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from akbus.embedded import free_port
+from akbus.testing import eventually
+
+T = TypeVar("T")
+
+__all__ = [
+    "ServiceProcess",
+    "eventually",
+    "eventually_sync",
+    "free_port",
+    "http_ready",
+    "http_status",
+]
+
+
+def eventually_sync(check: Callable[[], T], timeout_s: float = 10.0, what: str = "condition") -> T:
+    """Call ``check()`` until it returns something true; that value. For threads and
+    synchronous clients; :func:`eventually` is the same for the event loop."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout_s}s (last: {value!r})")
+        time.sleep(0.01)
+
+
+def http_status(url: str, timeout_s: float = 2.0) -> tuple[int, object]:
+    """Status and JSON body (or text) of a GET, whatever the status."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - local
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, body = exc.code, exc.read()
+    try:
+        return status, json.loads(body or b"null")
+    except ValueError:
+        return status, body.decode(errors="replace")
+
+
+def http_ready(url: str) -> Callable[[], bool]:
+    """A readiness check: ``url`` answers 200."""
+
+    def ready() -> bool:
+        try:
+            return http_status(url)[0] == 200
+        except OSError:
+            return False
+
+    return ready
+
+
+class ServiceProcess:
+    """A child process for tests: started, checked for readiness, signalled, killed."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        log_path: Path,
+        ready: Callable[[], bool],
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.command = list(command)
+        self.log_path = log_path
+        self.ready = ready
+        self.env = dict(os.environ if env is None else env)
+        self.name = name or " ".join(self.command[-2:])
+        self.cwd = cwd
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: S603 - the test's own command
+                self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd
+            )
+        if wait_ready:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode}: {self.log()[-3000:]}"
+                )
+            if self.ready():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} not ready after {timeout}s: {self.log()[-3000:]}")
+            time.sleep(0.05)
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        """Send ``sig`` and wait (SIGKILL after ``timeout``); the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        code = self.process.returncode
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def restart(self, sig: int = signal.SIGTERM) -> None:
+        self.stop(sig)
+        self.start()
+
+    def __enter__(self) -> ServiceProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
