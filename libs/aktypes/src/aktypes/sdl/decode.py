@@ -10,27 +10,15 @@ sections are checked in :mod:`aktypes.sdl.checks`.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 from yaml.nodes import Node
 
+from aktypes.duration import go_duration
 from aktypes.sdl.decode_profiles import decode_compute, decode_placement
 from aktypes.sdl.decode_services import decode_service
 from aktypes.sdl.fields import Fields, read_fields, require, set_text, set_uint
 from aktypes.sdl.model import DeploymentIn, EndpointIn, SDLInput
 from aktypes.sdl.yamlnodes import Reader, join
-
-_DURATION_UNITS = {
-    "ns": Fraction(1, 10**9),
-    "us": Fraction(1, 10**6),
-    "µs": Fraction(1, 10**6),
-    "μs": Fraction(1, 10**6),
-    "ms": Fraction(1, 1000),
-    "s": Fraction(1),
-    "m": Fraction(60),
-    "h": Fraction(3600),
-}
-_DURATION_RE = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 def _deployment(r: Reader, node: Node, path: str) -> dict[str, dict[str, DeploymentIn]]:
@@ -51,27 +39,10 @@ def _deployment(r: Reader, node: Node, path: str) -> dict[str, dict[str, Deploym
     return result
 
 
-def _duration_seconds(text: str) -> Fraction | None:
-    """Go's ``time.ParseDuration`` (e.g. ``1h30m``) in seconds; ``None`` if malformed."""
-    body = text.lstrip("+-")
-    sign = -1 if text.startswith("-") else 1
-    if body == "0":
-        return Fraction(0)
-    pos, total = 0, Fraction(0)
-    for match in _DURATION_RE.finditer(body):
-        if match.start() != pos:
-            return None
-        total += Fraction(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(body) or not body:
-        return None
-    return sign * total
-
-
 def _reclamation(r: Reader, node: Node, path: str, sdl: SDLInput) -> None:
     def min_window(p: str, v: Node) -> None:
         text = r.text(v, p) or ""
-        seconds = _duration_seconds(text)
+        seconds = go_duration(text)
         if seconds is None:
             r.error(p, f"invalid duration {text!r} (use e.g. 1h, 30m, 720h)", v)
         elif seconds <= 0:
