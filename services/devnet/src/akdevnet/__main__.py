@@ -1,5 +1,7 @@
 """``python -m akdevnet``: see :mod:`akdevnet.cli`."""
 
-from akdevnet.cli import app
+import sys
 
-app(prog_name="akdevnet")
+from akdevnet.cli import main
+
+sys.exit(main())

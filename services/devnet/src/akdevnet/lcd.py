@@ -3,13 +3,16 @@ audit, certificates, auth accounts and bank balances.
 
 Answers and errors have the gRPC-gateway's shapes: lists with ``pagination.next_key``
 (opaque, base64) and errors as ``{"code": <gRPC code>, "message": …, "details": []}`` with
-404 for NotFound and 400 for invalid arguments.
+404 for NotFound and 400 for invalid arguments (a number that is not a uint64, a bad
+pagination key, an unknown state filter). A path the LCD does not serve gets 501
+(``code`` 12, as a Cosmos node's gateway answers); another method than GET gets 405.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -23,7 +26,16 @@ from akdevnet.store import Database, Doc
 
 GRPC_INVALID_ARGUMENT = 3
 GRPC_NOT_FOUND = 5
+GRPC_UNIMPLEMENTED = 12
 MAX_PAGE = 1000
+MAX_UINT64 = 2**64 - 1
+UINT = re.compile(r"[0-9]{1,20}")
+STATES = {
+    "order": ("open", "active", "closed"),
+    "bid": ("open", "active", "lost", "closed"),
+    "lease": ("active", "insufficient_funds", "closed"),
+    "deployment": ("active", "closed"),
+}
 
 
 class LCDFailure(Exception):
@@ -48,8 +60,8 @@ def _uint(request: web.Request, name: str, required: bool = False) -> int | None
         if required:
             raise _invalid(f"{name} is required")
         return None
-    if not raw.isdigit():
-        raise _invalid(f"{name}: {raw!r} is not an unsigned integer")
+    if not UINT.fullmatch(raw) or int(raw) > MAX_UINT64:
+        raise _invalid(f"{name}: {raw[:80]!r} is not an unsigned 64-bit integer")
     return int(raw)
 
 
@@ -60,8 +72,10 @@ def _page(request: web.Request, items: Iterable[Doc]) -> tuple[list[Doc], Doc]:
     if token := request.query.get("pagination.key"):
         try:
             start = int(base64.b64decode(token, validate=True).decode())
-        except (ValueError, binascii.Error) as exc:
-            raise _invalid(f"invalid pagination key {token!r}") from exc
+        except (ValueError, binascii.Error):
+            start = -1
+        if start < 0:
+            raise _invalid(f"invalid pagination key {token[:80]!r}: use a next_key of this list")
     elif offset := _uint(request, "pagination.offset"):
         start = offset
     limit = min(_uint(request, "pagination.limit") or 100, MAX_PAGE)
@@ -100,7 +114,8 @@ class LCDServer:
             "balances": self.balances,
         }
         for name, path in LCD_PATHS.items():
-            http.router.add_get(path, handlers[name])
+            # a path parameter is any one segment (aiohttp's default refuses braces)
+            http.router.add_get(re.sub(r"\{(\w+)\}", r"{\1:[^/]+}", path), handlers[name])
         return http
 
     @web.middleware
@@ -113,8 +128,15 @@ class LCDServer:
             body = {"code": failure.code, "message": failure.message, "details": []}
             return web.json_response(body, status=failure.status)
         except web.HTTPNotFound:
-            body = {"code": 12, "message": f"Not Implemented: {request.path}", "details": []}
+            message = f"Not Implemented: {request.path[:200]}"
+            body = {"code": GRPC_UNIMPLEMENTED, "message": message, "details": []}
             return web.json_response(body, status=501)
+        except web.HTTPMethodNotAllowed:
+            message = (
+                f"Method Not Allowed: {request.method} {request.path[:200]}; the LCD serves GET"
+            )
+            body = {"code": GRPC_UNIMPLEMENTED, "message": message, "details": []}
+            return web.json_response(body, status=405)
         return response
 
     @property
@@ -169,6 +191,12 @@ class LCDServer:
         return not state or doc["state"] == state
 
     def _listed(self, kind: str, request: web.Request) -> list[Doc]:
+        state = request.query.get("filters.state", "")
+        if state and state not in STATES[kind]:
+            raise _invalid(
+                f"filters.state: invalid state value {state[:80]!r} "
+                f"(one of {', '.join(STATES[kind])})"
+            )
         return [d for d in self._scan(self._prefix(kind, request)) if self._matches(d, request)]
 
     def _by_id(self, kind: str, request: web.Request, fields: tuple[str, ...]) -> Doc:

@@ -2,8 +2,9 @@
 
 ``init_home`` writes encrypted key files for a faucet, a provider, an auditor and a few
 tenants, and a genesis that funds them and registers the provider with audited
-attributes. ``run`` opens the state (continuing at its height after a restart), starts the
-RPC and LCD servers and makes a block every ``block_time`` until SIGTERM or SIGINT.
+attributes. ``run`` locks the home (one devnet per home), opens the state (continuing at
+its height after a restart), starts the RPC and LCD servers, records where they listen in
+the home and makes a block every ``block_time`` until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from aiohttp import web
 from akchain.keys import Signer
 from akdevnet.app import App
 from akdevnet.genesis import Genesis, GenesisAccount, GenesisAudit, GenesisProvider
+from akdevnet.homedir import clear_endpoints, home_lock, write_endpoints
 from akdevnet.lcd import LCDServer
 from akdevnet.rpc import RPCServer
-from akdevnet.settings import DevnetSettings, split_listen
+from akdevnet.settings import DevnetSettings, http_url, split_listen
 from akdevnet.store import Database
 
 log = logging.getLogger("akdevnet")
@@ -109,12 +111,15 @@ class Node:
         self._runners: list[web.AppRunner] = []
         self._stop = asyncio.Event()
 
-    async def _serve(self, application: web.Application, listen: str) -> None:
+    async def _serve(self, application: web.Application, listen: str) -> str:
+        """Serve ``application`` on ``listen``; the URL it is reachable at (the bound port)."""
         host, port = split_listen(listen)
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        await web.TCPSite(runner, host, port, reuse_address=True).start()
         self._runners.append(runner)
+        await web.TCPSite(runner, host, port, reuse_address=True).start()
+        bound_host, bound_port = runner.addresses[0][:2]
+        return http_url(host or bound_host, bound_port)
 
     def stop(self) -> None:
         self._stop.set()
@@ -125,18 +130,21 @@ class Node:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
         try:
-            await self._serve(self.rpc.routes(), self.settings.rpc_listen)
-            await self._serve(self.lcd.routes(), self.settings.lcd_listen)
+            rpc_url = await self._serve(self.rpc.routes(), self.settings.rpc_listen)
+            lcd_url = await self._serve(self.lcd.routes(), self.settings.lcd_listen)
+            self.rpc.node_address = rpc_url.removeprefix("http://")
+            write_endpoints(self.settings.home, rpc_url, lcd_url)
             log.info(
                 "devnet %s at height %d: rpc %s, lcd %s, a block every %.3fs",
                 self.app.chain_id,
                 self.app.height,
-                self.settings.rpc_url,
-                self.settings.lcd_url,
+                rpc_url,
+                lcd_url,
                 self.settings.block_time,
             )
             await self._blocks()
         finally:
+            clear_endpoints(self.settings.home)
             await self.rpc.close_subscriptions()
             for runner in self._runners:
                 await runner.cleanup()
@@ -155,8 +163,12 @@ class Node:
 
 
 def run(settings: DevnetSettings, *, init_if_missing: bool = True) -> None:
-    """Start the devnet in the foreground (creating its home first if there is none)."""
-    if init_if_missing and not settings.genesis_path.exists():
-        home = init_home(settings)
-        log.info("created devnet home %s with keys %s", settings.home, ", ".join(home.keys))
-    asyncio.run(Node(settings).run())
+    """Start the devnet in the foreground (creating its home first if there is none).
+
+    ``HomeInUse`` when another devnet runs on the same home.
+    """
+    with home_lock(settings.home):
+        if init_if_missing and not settings.genesis_path.exists():
+            home = init_home(settings)
+            log.info("created devnet home %s with keys %s", settings.home, ", ".join(home.keys))
+        asyncio.run(Node(settings).run())

@@ -3,7 +3,11 @@
 subscription to ``tm.event='NewBlockHeader'``.
 
 Answers have CometBFT 0.38's shapes (heights as strings, base64 transactions), so the same
-client code runs against this devnet and a real Akash node.
+client code runs against this devnet and a real Akash node. Errors come with CometBFT's HTTP
+statuses: a POST body that is not JSON gets 500 (-32700); one that is neither a request nor
+a batch gets 400 (-32600); a GET with bad parameters gets 500 (-32602) and an unknown GET
+method 404; errors inside a well-formed POST come with 200. The websocket answers every
+frame, text or binary, and stays open.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,47 +23,67 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from akdevnet.app import App
+from akdevnet.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_BATCH,
+    MAX_BODY,
+    METHOD_NOT_FOUND,
+    Request,
+    RPCFailure,
+    answer,
+    kind,
+    parse,
+    read_request,
+)
 from akdevnet.store import BlockRecord, Doc
 
 log = logging.getLogger("akdevnet.rpc")
 
 COMET_VERSION = "0.38.21"
 NODE_ID = "d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3"
-
-
-class RPCFailure(Exception):
-    def __init__(self, code: int, message: str, data: str) -> None:
-        self.code, self.message, self.data = code, message, data
-        super().__init__(data)
+BYTES_PARAMS = frozenset({"hash", "tx"})
+WEBSOCKET_ONLY = frozenset({"subscribe", "unsubscribe", "unsubscribe_all"})
 
 
 def _internal(data: str) -> RPCFailure:
-    return RPCFailure(-32603, "Internal error", data)
+    return RPCFailure(INTERNAL_ERROR, data)
 
 
 def _invalid(data: str) -> RPCFailure:
-    return RPCFailure(-32602, "Invalid params", data)
+    return RPCFailure(INVALID_PARAMS, data)
 
 
 def _bytes_param(value: Any, name: str) -> bytes:
     """A bytes parameter, base64 as in JSON-RPC bodies."""
-    if not isinstance(value, str) or not value:
+    if value is None or value == "":
         raise _invalid(f"missing {name}")
+    if not isinstance(value, str):
+        raise _invalid(f"{name} must be a base64 string, not {kind(value)}")
     try:
         return base64.b64decode(value, validate=True)
     except (ValueError, binascii.Error) as exc:
-        raise _invalid(f"{name}: {exc}") from exc
+        raise _invalid(f"{name}: {value[:80]!r} is not base64 ({exc})") from exc
 
 
-def _uri_param(value: str) -> str:
+def _uri_param(name: str, value: str) -> str:
     """A URI query value as its JSON-RPC form: quotes dropped, ``0x…`` hex bytes to base64."""
     text = value.strip('"')
-    if text[:2].lower() == "0x":
+    if name in BYTES_PARAMS and text[:2].lower() == "0x":
         try:
             return base64.b64encode(bytes.fromhex(text[2:])).decode()
         except ValueError as exc:
-            raise _invalid(f"{value!r} is not hex") from exc
+            raise _invalid(f"{name}: {value[:80]!r} is not hex") from exc
     return text
+
+
+def _offer(queue: asyncio.Queue[Doc], item: Doc) -> None:
+    """Queue ``item``; a slow subscriber loses its oldest headers, the chain goes on."""
+    if queue.full():
+        with contextlib.suppress(asyncio.QueueEmpty):
+            queue.get_nowait()
+    queue.put_nowait(item)
 
 
 class RPCServer:
@@ -69,7 +92,7 @@ class RPCServer:
     def __init__(self, app: App, *, node_address: str = "") -> None:
         self.app = app
         self.node_address = node_address
-        self._subscribers: set[asyncio.Queue[Doc]] = set()
+        self._subscribers: dict[asyncio.Queue[Doc], tuple[Any, str]] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "status": self.status,
             "health": self.health,
@@ -80,7 +103,7 @@ class RPCServer:
         }
 
     def routes(self) -> web.Application:
-        http = web.Application()
+        http = web.Application(client_max_size=MAX_BODY)
         http.router.add_post("/", self._post)
         http.router.add_get("/websocket", self._websocket)
         http.router.add_get("/{method}", self._get)
@@ -90,57 +113,60 @@ class RPCServer:
     async def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
         handler = self.methods.get(method)
         if handler is None:
-            raise RPCFailure(-32601, "Method not found", method)
+            where = " over HTTP; use the websocket" if method in WEBSOCKET_ONLY else ""
+            raise RPCFailure(METHOD_NOT_FOUND, f"method {method[:80]!r} is not served{where}")
         return await handler(params)
 
-    @staticmethod
-    def _answer(request_id: Any, result: Any = None, error: RPCFailure | None = None) -> Doc:
-        if error is not None:
-            failure = {"code": error.code, "message": error.message, "data": error.data}
-            return {"jsonrpc": "2.0", "id": request_id, "error": failure}
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+    async def _call(self, message: Any) -> Doc:
+        """The answer to one parsed request (an error answer when it is not one)."""
+        request = read_request(message)
+        return request if not isinstance(request, Request) else await self._run(request)
+
+    async def _run(self, request: Request) -> Doc:
+        try:
+            return answer(request.id, await self._dispatch(request.method, request.params))
+        except RPCFailure as failure:
+            return answer(request.id, error=failure)
 
     async def _post(self, request: web.Request) -> web.Response:
         try:
-            body = await request.json()
-        except ValueError:
-            return web.json_response(
-                self._answer(None, error=RPCFailure(-32700, "Parse error", "not JSON"))
-            )
-        if not isinstance(body, dict):
-            return web.json_response(
-                self._answer(None, error=RPCFailure(-32600, "Invalid Request", "not an object"))
-            )
-        request_id = body.get("id", -1)
-        params = body.get("params") or {}
-        if not isinstance(params, dict):
-            return web.json_response(
-                self._answer(request_id, error=_invalid("params must be an object"))
-            )
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            too_large = RPCFailure(INVALID_REQUEST, f"request body larger than {MAX_BODY} bytes")
+            return web.json_response(answer(None, error=too_large), status=400)
         try:
-            result = await self._dispatch(str(body.get("method", "")), params)
+            message = parse(body)
         except RPCFailure as failure:
-            return web.json_response(self._answer(request_id, error=failure))
-        return web.json_response(self._answer(request_id, result))
+            return web.json_response(answer(None, error=failure), status=500)
+        if isinstance(message, list):
+            if not message or len(message) > MAX_BATCH:
+                size = f"{len(message)} requests, at most {MAX_BATCH}" if message else "empty"
+                refused = RPCFailure(INVALID_REQUEST, f"batch is {size}")
+                return web.json_response(answer(None, error=refused), status=400)
+            return web.json_response([await self._call(item) for item in message])
+        status = 200 if isinstance(message, dict) else 400
+        return web.json_response(await self._call(message), status=status)
 
     async def _get(self, request: web.Request) -> web.Response:
         try:
-            params = {k: _uri_param(v) for k, v in request.query.items()}
+            params = {k: _uri_param(k, v) for k, v in request.query.items()}
             result = await self._dispatch(request.match_info["method"], params)
         except RPCFailure as failure:
-            status = 404 if failure.code == -32601 else 500
-            return web.json_response(self._answer(-1, error=failure), status=status)
-        return web.json_response(self._answer(-1, result))
+            status = 404 if failure.code == METHOD_NOT_FOUND else 500
+            return web.json_response(answer(-1, error=failure), status=status)
+        return web.json_response(answer(-1, result))
 
     # -- methods --------------------------------------------------------------------------
     def _height(self, params: dict[str, Any]) -> int:
         raw = params.get("height")
-        if raw in (None, "", "0"):
+        if raw is None or str(raw) in ("", "0"):
             return self.app.height
+        if isinstance(raw, bool) or not isinstance(raw, str | int):
+            raise _invalid(f"height must be a string or an integer, not {kind(raw)}")
         try:
-            height = int(str(raw))
+            height = int(raw)
         except ValueError as exc:
-            raise _invalid(f"height {raw!r} is not a number") from exc
+            raise _invalid(f"height {str(raw)[:80]!r} is not a number") from exc
         if height > self.app.height:
             raise _internal(
                 f"height {height} must be less than or equal to the current blockchain "
@@ -243,78 +269,77 @@ class RPCServer:
         """Push a new block's header to every subscriber."""
         header = self._header(block.height, block.time, block.hash, len(block.txs))
         for queue in list(self._subscribers):
-            if queue.full():
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    queue.get_nowait()  # a slow subscriber loses old headers; the chain goes on
-            queue.put_nowait(header)
+            _offer(queue, header)
 
     async def close_subscriptions(self) -> None:
         for queue in list(self._subscribers):
-            queue.put_nowait({})
+            _offer(queue, {})
 
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(heartbeat=30.0)
+        ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=MAX_BODY)
         await ws.prepare(request)
         queue: asyncio.Queue[Doc] = asyncio.Queue(maxsize=1000)
-        subscription: tuple[Any, str] | None = None
-        pusher: asyncio.Task[None] | None = None
-
-        async def push() -> None:
-            while True:
-                header = await queue.get()
-                if not header or subscription is None:
-                    await ws.close()
-                    return
-                request_id, query = subscription
-                event = {
-                    "query": query,
-                    "data": {
-                        "type": "tendermint/event/NewBlockHeader",
-                        "value": {"header": header},
-                    },
-                    "events": {"tm.event": ["NewBlockHeader"]},
-                }
-                await ws.send_json(self._answer(request_id, event))
-
+        pusher = asyncio.create_task(self._push(ws, queue))
         try:
             async for frame in ws:
-                if frame.type != WSMsgType.TEXT:
+                if frame.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                     break
+                reply = await self._websocket_call(frame.data, queue)
                 try:
-                    message = json.loads(frame.data)
-                except ValueError:
-                    await ws.send_json(
-                        self._answer(None, error=RPCFailure(-32700, "Parse error", "not JSON"))
-                    )
-                    continue
-                method, request_id = message.get("method"), message.get("id")
-                if method == "subscribe":
-                    query = str((message.get("params") or {}).get("query", ""))
-                    if "NewBlockHeader" not in query and "NewBlock" not in query:
-                        await ws.send_json(
-                            self._answer(request_id, error=_invalid(f"unsupported query {query!r}"))
-                        )
-                        continue
-                    subscription = (request_id, query)
-                    self._subscribers.add(queue)
-                    if pusher is None:
-                        pusher = asyncio.create_task(push())
-                    await ws.send_json(self._answer(request_id, {}))
-                elif method in ("unsubscribe", "unsubscribe_all"):
-                    self._subscribers.discard(queue)
-                    subscription = None
-                    await ws.send_json(self._answer(request_id, {}))
-                else:
-                    try:
-                        result = await self._dispatch(str(method), message.get("params") or {})
-                    except RPCFailure as failure:
-                        await ws.send_json(self._answer(request_id, error=failure))
-                    else:
-                        await ws.send_json(self._answer(request_id, result))
+                    await ws.send_json(reply)
+                except ConnectionResetError:
+                    break
         finally:
-            self._subscribers.discard(queue)
-            if pusher is not None:
-                pusher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pusher
+            self._subscribers.pop(queue, None)
+            pusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pusher
         return ws
+
+    async def _websocket_call(self, data: str | bytes, queue: asyncio.Queue[Doc]) -> Doc:
+        """The answer to one frame; (un)subscribing acts on this connection's ``queue``."""
+        try:
+            message = parse(data)
+        except RPCFailure as failure:
+            return answer(None, error=failure)
+        if isinstance(message, list):
+            batch = RPCFailure(INVALID_REQUEST, "got a batch; send one request per frame")
+            return answer(None, error=batch)
+        request = read_request(message)
+        if not isinstance(request, Request):
+            return request
+        if request.method == "subscribe":
+            query = request.params.get("query", "")
+            if not isinstance(query, str):
+                return answer(
+                    request.id, error=_invalid(f"query must be a string, not {kind(query)}")
+                )
+            if "NewBlockHeader" not in query and "NewBlock" not in query:
+                return answer(request.id, error=_invalid(f"unsupported query {query[:200]!r}"))
+            self._subscribers[queue] = (request.id, query)
+            return answer(request.id, {})
+        if request.method in ("unsubscribe", "unsubscribe_all"):
+            self._subscribers.pop(queue, None)
+            return answer(request.id, {})
+        return await self._run(request)
+
+    async def _push(self, ws: web.WebSocketResponse, queue: asyncio.Queue[Doc]) -> None:
+        """Send this connection's subscribed headers as they come; close on shutdown."""
+        while True:
+            header = await queue.get()
+            if not header:
+                await ws.close()
+                return
+            subscription = self._subscribers.get(queue)
+            if subscription is None:
+                continue
+            request_id, query = subscription
+            event = {
+                "query": query,
+                "data": {"type": "tendermint/event/NewBlockHeader", "value": {"header": header}},
+                "events": {"tm.event": ["NewBlockHeader"]},
+            }
+            try:
+                await ws.send_json(answer(request_id, event))
+            except ConnectionResetError:
+                return

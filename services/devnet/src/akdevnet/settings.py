@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|s|m)?")
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
 
 def parse_duration(value: str | float) -> float:
     """Seconds from ``1.5``, ``"1s"``, ``"250ms"`` or ``"2m"``."""
     if isinstance(value, int | float):
         return float(value)
-    text = value.strip().lower()
-    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
-        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
-            return float(text[: -len(suffix)]) * scale
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a duration (examples: 1s, 250ms, 0.5)") from None
+    match = DURATION.fullmatch(value.strip().lower())
+    if match is None:
+        raise ValueError(f"{value!r} is not a duration (examples: 1s, 250ms, 0.5)")
+    return float(match[1]) * UNIT_SECONDS[match[2] or "s"]
 
 
 def split_listen(address: str) -> tuple[str, int]:
+    """``(host, port)`` of ``"host:port"`` (``"[::1]:26657"`` for IPv6); port 0 is any free one."""
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise ValueError(f"listen address {address!r} must be host:port")
+    if int(port) > 65535:
+        raise ValueError(f"listen address {address!r}: port {int(port)} is not in 0-65535")
     return host.strip("[]"), int(port)
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a client on this machine reaches ``host:port`` at."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)  # noqa: S104
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class DevnetSettings(BaseSettings):
@@ -68,10 +77,8 @@ class DevnetSettings(BaseSettings):
 
     @property
     def rpc_url(self) -> str:
-        host, port = split_listen(self.rpc_listen)
-        return f"http://{host}:{port}"
+        return http_url(*split_listen(self.rpc_listen))
 
     @property
     def lcd_url(self) -> str:
-        host, port = split_listen(self.lcd_listen)
-        return f"http://{host}:{port}"
+        return http_url(*split_listen(self.lcd_listen))

@@ -90,7 +90,7 @@ class Simulation:
                         f"dseq {deployment.dseq}: manifest refused with HTTP {status}"
                     )
             await asyncio.sleep(rng.uniform(*self.hold))
-        except TimeoutError as exc:
+        except (TimeoutError, LookupError) as exc:  # no bids in time; deployment gone
             self.stats.errors.append(str(exc))
         await tenant.close(deployment.dseq)
         self.stats.closed += 1

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from akchain import msgs
+from akchain.errors import NotFound
 from akchain.lcd import LCDClient
 from akchain.models import Bid
 from akchain.wallet import Wallet
@@ -148,16 +149,35 @@ class Tenant:
     async def bids(self, dseq: int, *, state: str | None = "open") -> list[Bid]:
         return await self.lcd.bids(owner=self.address, dseq=dseq, state=state)
 
+    async def check_active(self, dseq: int) -> None:
+        """``LookupError`` saying why, unless this tenant has an active deployment ``dseq``."""
+        try:
+            found = await self.lcd.deployment(DeploymentID(owner=self.address, dseq=dseq))
+        except NotFound:
+            raise LookupError(f"deployment {dseq} does not exist (owner {self.address})") from None
+        if found.state != "active":
+            raise LookupError(f"deployment {dseq} is {found.state}")
+
     async def wait_for_bids(
         self, dseq: int, *, timeout: float = 30.0, poll: float = 0.2
     ) -> list[Bid]:
-        """Open bids once every open order of the deployment has at least one."""
+        """Open bids once every open order of the deployment has at least one.
+
+        ``LookupError`` at once when the deployment does not exist, is closed or has no open
+        order left to bid on.
+        """
+        await self.check_active(dseq)
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             orders = await self.lcd.orders(owner=self.address, dseq=dseq, state="open")
+            if not orders:
+                await self.check_active(dseq)
+                raise LookupError(
+                    f"deployment {dseq} has no open order (they are leased or closed)"
+                )
             bids = await self.bids(dseq)
             covered = {(b.id.gseq, b.id.oseq) for b in bids}
-            if orders and all((o.id.gseq, o.id.oseq) in covered for o in orders):
+            if all((o.id.gseq, o.id.oseq) in covered for o in orders):
                 return bids
             if asyncio.get_running_loop().time() >= deadline:
                 raise TimeoutError(f"deployment {dseq}: no bid on every order after {timeout:.0f}s")

@@ -1,0 +1,329 @@
+"""``akdevnet tenant …``, ``akdevnet bid`` and ``akdevnet simulate``: act on the chain as its
+tenants, or bid by hand as its provider. Every option value is checked before anything is
+sent; what the chain refuses comes back as one error line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from akchain import msgs
+from akchain.keys import Signer
+from akchain.wallet import Wallet
+from akdevnet.cli_common import (
+    BadOption,
+    Dseq,
+    Home,
+    KeyName,
+    Lcd,
+    Node,
+    app,
+    chain,
+    coin,
+    coins,
+    fail,
+    key_name,
+    load_key,
+    price,
+    read_sdl,
+    run,
+    settings_of,
+    tenant_app,
+    with_tenant,
+)
+from akdevnet.homedir import key_path
+from akdevnet.simulate import Simulation, load_sdls
+from akdevnet.tenant import ClientCertificate, Tenant
+from aktypes.coin import DecCoin
+from aktypes.ids import BidID
+
+MAX_UINT64 = 2**64 - 1
+
+
+@tenant_app.command("new")
+def tenant_new(
+    *,
+    name: Annotated[str, typer.Argument(help="key name: letters, digits, '.', '_' and '-'")],
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    funds: Annotated[
+        str, typer.Option(help="coins sent by the faucet, comma-separated")
+    ] = "1000000000uakt,1000000000uact",
+) -> None:
+    """Create a key file for a new tenant and fund it from the faucet."""
+    settings = settings_of(home)
+    path = key_path(settings.keys_dir, key_name(name, "NAME"))
+    if path.exists():
+        raise fail(f"key {name!r} exists ({path})")
+    amounts = coins("--funds", funds)
+    faucet = load_key(settings, "faucet")
+
+    async def work() -> str:
+        signer = Signer.generate()
+        async with chain(settings, node, lcd) as (rpc, rest, chain_id):
+            await Wallet(faucet, rpc, rest, chain_id=chain_id).send(
+                msgs.send(faucet.address, signer.address, amounts)
+            )
+        signer.save(path, settings.key_passphrase.get_secret_value(), name=name)
+        return signer.address
+
+    typer.echo(run(work()))
+
+
+@tenant_app.command("deploy")
+def tenant_deploy(
+    *,
+    sdl_file: Path,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    deposit: Annotated[str, typer.Option(help="escrow deposit")] = "5000000uact",
+    dseq: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_UINT64, help="deployment sequence (default: current height)"),
+    ] = None,
+) -> None:
+    """Create a deployment from an SDL file; prints its dseq."""
+    settings = settings_of(home)
+    escrow = coin("--deposit", deposit)
+    sdl = read_sdl(sdl_file)
+    signer = load_key(settings, key)
+
+    async def work(tenant: Tenant) -> int:
+        created = await tenant.deploy(sdl, dseq=dseq, deposit=escrow)
+        return created.dseq
+
+    typer.echo(run(with_tenant(settings, signer, node, lcd, work)))
+
+
+@tenant_app.command("bids")
+def tenant_bids(
+    *, dseq: Dseq, key: KeyName = "tenant-1", home: Home = None, node: Node = None, lcd: Lcd = None
+) -> None:
+    """Open bids on a deployment, cheapest first."""
+    settings = settings_of(home)
+    signer = load_key(settings, key)
+
+    async def work(tenant: Tenant) -> list[str]:
+        bids = sorted(await tenant.bids(dseq), key=lambda b: b.price.amount)
+        if not bids:
+            await tenant.check_active(dseq)
+        return [
+            f"{b.id.gseq}/{b.id.oseq} {b.id.provider} {b.price.amount.normalized()}{b.price.denom}"
+            for b in bids
+        ]
+
+    for line in run(with_tenant(settings, signer, node, lcd, work)):
+        typer.echo(line)
+
+
+@tenant_app.command("accept")
+def tenant_accept(
+    *,
+    dseq: Dseq,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    wait: Annotated[float, typer.Option(min=0, help="seconds to wait for bids")] = 30.0,
+) -> None:
+    """Create a lease on the cheapest bid of each order."""
+    settings = settings_of(home)
+    signer = load_key(settings, key)
+
+    async def work(tenant: Tenant) -> list[str]:
+        await tenant.wait_for_bids(dseq, timeout=wait)
+        return [str(lease) for lease in await tenant.accept_cheapest(dseq)]
+
+    for line in run(with_tenant(settings, signer, node, lcd, work)):
+        typer.echo(line)
+
+
+def _cert_name(key: str) -> str:
+    return key_name(Path(key).stem if key.endswith(".json") else key)
+
+
+@tenant_app.command("cert")
+def tenant_cert(
+    *, key: KeyName = "tenant-1", home: Home = None, node: Node = None, lcd: Lcd = None
+) -> None:
+    """Create a client certificate, publish it on chain, save it under the home's certs/."""
+    settings = settings_of(home)
+    name = _cert_name(key)
+    signer = load_key(settings, key)
+
+    async def work(tenant: Tenant) -> ClientCertificate:
+        return await tenant.create_certificate()
+
+    certificate = run(with_tenant(settings, signer, node, lcd, work))
+    cert_path, _ = certificate.save(settings.home / "certs", name)
+    typer.echo(str(cert_path))
+
+
+@tenant_app.command("send-manifest")
+def tenant_send_manifest(
+    *,
+    dseq: Dseq,
+    sdl_file: Annotated[Path, typer.Option("--sdl", help="the SDL the deployment was made from")],
+    provider_url: Annotated[
+        str | None, typer.Option(help="gateway URL (default: the provider's host URI on chain)")
+    ] = None,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    cert: Annotated[
+        bool, typer.Option(help="authenticate with the certificate saved by `tenant cert`")
+    ] = False,
+) -> None:
+    """PUT the manifest to the provider that won the lease."""
+    settings = settings_of(home)
+    sdl = read_sdl(sdl_file)
+    signer = load_key(settings, key)
+    certificate = None
+    if cert:
+        name = _cert_name(key)
+        try:
+            certificate = ClientCertificate(
+                (settings.home / "certs" / f"{name}.crt").read_bytes(),
+                (settings.home / "certs" / f"{name}.key").read_bytes(),
+            )
+        except FileNotFoundError:
+            raise fail(
+                f"no saved certificate for {name!r}; run `akdevnet tenant cert` first"
+            ) from None
+
+    async def work(tenant: Tenant) -> list[str]:
+        leases = await tenant.lcd.leases(owner=tenant.address, dseq=dseq, state="active")
+        if not leases:
+            await tenant.check_active(dseq)
+            raise LookupError(f"deployment {dseq} has no active lease")
+        answers = []
+        for provider in sorted({lease.id.provider for lease in leases}):
+            url = provider_url or (await tenant.lcd.provider(provider)).host_uri
+            status = await tenant.send_manifest(dseq, sdl, url, certificate=certificate)
+            answers.append(f"{provider} {url}: HTTP {status}")
+        return answers
+
+    for line in run(with_tenant(settings, signer, node, lcd, work)):
+        typer.echo(line)
+
+
+@tenant_app.command("close")
+def tenant_close(
+    *, dseq: Dseq, key: KeyName = "tenant-1", home: Home = None, node: Node = None, lcd: Lcd = None
+) -> None:
+    """Close a deployment (its leases close and the rest of the deposit is refunded)."""
+    settings = settings_of(home)
+    signer = load_key(settings, key)
+
+    async def work(tenant: Tenant) -> None:
+        await tenant.close(dseq)
+
+    run(with_tenant(settings, signer, node, lcd, work))
+    typer.echo(f"closed {dseq}")
+
+
+@app.command()
+def bid(
+    *,
+    dseq: Dseq,
+    owner: Annotated[
+        str | None, typer.Option(help="the deployment's owner (default: tenant-1's address)")
+    ] = None,
+    key: KeyName = "provider",
+    price_text: Annotated[
+        str | None,
+        typer.Option("--price", help="price per block (default: half the order's maximum)"),
+    ] = None,
+    deposit: Annotated[str, typer.Option(help="bid deposit")] = "500000uakt",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+) -> None:
+    """Bid on every open order of a deployment, as a provider, by hand (no bid engine needed)."""
+    settings = settings_of(home)
+    wanted = price("--price", price_text) if price_text is not None else None
+    bid_deposit = coin("--deposit", deposit)
+    signer = load_key(settings, key)
+    tenant = owner or load_key(settings, "tenant-1").address
+
+    async def work() -> list[str]:
+        async with chain(settings, node, lcd) as (rpc, rest, chain_id):
+            orders = await rest.orders(owner=tenant, dseq=dseq, state="open")
+            if not orders:
+                raise LookupError(f"deployment {tenant}/{dseq} has no open order")
+            for order in orders:
+                denom = order.spec.price().denom
+                if wanted is not None and wanted.denom != denom:
+                    raise BadOption(
+                        f"--price {price_text}: order {order.id} is priced in {denom}, "
+                        f"not {wanted.denom}; give the price in {denom}"
+                    )
+            wallet = Wallet(signer, rpc, rest, chain_id=chain_id)
+            placed = []
+            for order in orders:
+                full = order.spec.price()
+                amount = wanted or DecCoin(denom=full.denom, amount=full.amount.quo(2))
+                bid_id = BidID(
+                    owner=order.id.owner,
+                    dseq=order.id.dseq,
+                    gseq=order.id.gseq,
+                    oseq=order.id.oseq,
+                    provider=signer.address,
+                )
+                await wallet.send(msgs.create_bid(bid_id, amount, bid_deposit))
+                placed.append(f"{bid_id} {amount}")
+            return placed
+
+    for line in run(work()):
+        typer.echo(line)
+
+
+@app.command()
+def simulate(
+    *,
+    sdl_dir: Annotated[Path, typer.Option("--sdl-dir", help="folder of SDL files")],
+    tenants: Annotated[int, typer.Option(min=1, max=1000, help="tenants running at once")] = 3,
+    rounds: Annotated[
+        int | None, typer.Option(min=1, help="deployments per tenant (default: forever)")
+    ] = None,
+    provider_url: Annotated[str | None, typer.Option(help="send manifests to this gateway")] = None,
+    hold: Annotated[
+        float, typer.Option(min=0, help="longest time a lease is kept, seconds")
+    ] = 30.0,
+    seed: Annotated[int | None, typer.Option(help="random seed")] = None,
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+) -> None:
+    """Run tenants that deploy random SDLs, lease, keep and close, over and over."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = settings_of(home)
+    sdls = load_sdls(sdl_dir)
+    if not sdls:
+        raise fail(f"--sdl-dir: no valid SDL under {sdl_dir}")
+    faucet = load_key(settings, "faucet")
+
+    async def work() -> str:
+        async with chain(settings, node, lcd) as (rpc, rest, chain_id):
+            sim = Simulation(
+                rpc,
+                rest,
+                chain_id,
+                faucet,
+                sdls,
+                provider_url=provider_url,
+                hold=(min(1.0, hold), hold),
+            )
+            stats = await sim.run(tenants, rounds=rounds, seed=seed)
+        return json.dumps(stats.__dict__)
+
+    typer.echo(run(work()))
