@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Self, TypeVar
 
 from akbus.embedded import free_port
 from akbus.testing import eventually
@@ -153,7 +153,7 @@ class ServiceProcess:
         self.stop(sig)
         self.start()
 
-    def __enter__(self) -> ServiceProcess:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

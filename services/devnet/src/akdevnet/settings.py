@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|s|m)?")
-UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0}
-
-
-def parse_duration(value: str | float) -> float:
-    """Seconds from ``1.5``, ``"1s"``, ``"250ms"`` or ``"2m"``."""
-    if isinstance(value, int | float):
-        return float(value)
-    match = DURATION.fullmatch(value.strip().lower())
-    if match is None:
-        raise ValueError(f"{value!r} is not a duration (examples: 1s, 250ms, 0.5)")
-    return float(match[1]) * UNIT_SECONDS[match[2] or "s"]
+from aktypes.duration import Duration
 
 
 def split_listen(address: str) -> tuple[str, int]:
@@ -46,16 +34,13 @@ class DevnetSettings(BaseSettings):
     home: Path = Field(default=Path(".akdevnet"), description="genesis, key files and chain state")
     rpc_listen: str = Field(default="127.0.0.1:26657", description="CometBFT RPC address")
     lcd_listen: str = Field(default="127.0.0.1:1317", description="Cosmos REST (LCD) address")
-    block_time: float = Field(default=1.0, ge=0.005, le=60.0, description="seconds between blocks")
+    block_time: Duration = Field(
+        default=1.0, ge=0.005, le=60.0, description="time between blocks (250ms, 1s, 0.5)"
+    )
     key_passphrase: SecretStr = Field(
         default=SecretStr("devnet"),
         description="passphrase of the devnet's own key files (throwaway keys for a local chain)",
     )
-
-    @field_validator("block_time", mode="before")
-    @classmethod
-    def _duration(cls, value: str | float) -> float:
-        return parse_duration(value)
 
     @field_validator("rpc_listen", "lcd_listen")
     @classmethod
