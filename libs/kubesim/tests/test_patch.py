@@ -120,8 +120,10 @@ def test_json_patch_failures() -> None:
         patch.json_patch(deployment(), {"op": "remove", "path": "/spec"})
     assert (info.value.code, info.value.reason) == (400, "BadRequest")
     with pytest.raises(ApiError) as info:
-        patch.json_patch(deployment(), [{"op": "replace", "path": "", "value": [1]}])
-    assert info.value.code == 400  # the result must stay an object
+        patch.json_patch(deployment(), [1, {"op": "remove", "path": "/spec"}])
+    assert (info.value.code, info.value.reason) == (400, "BadRequest")
+    # what the patch makes of the object is the store's to refuse (422 on the field `patch`)
+    assert patch.json_patch(deployment(), [{"op": "replace", "path": "", "value": [1]}]) == [1]
 
 
 # -- strategic merge patch ---------------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_kubectl_apply_and_the_tables_of_kubectl_get(
 
     with example_server as server:
         # kubesim serves no OpenAPI documents, so kubectl's client-side validation is off;
-        # the server still validates (strictly) what it is sent
+        # the server still decodes and validates what it is sent (fieldValidation=Ignore)
         assert run("apply", "--validate=false", "-f", str(manifest)).strip() == (
             "deployment.apps/web created"
         )
@@ -123,6 +123,27 @@ def test_kubectl_apply_and_the_tables_of_kubectl_get(
         assert run("get", "pods", "--no-headers", "-l", "app=nothing") == ""
         names = run("get", "namespaces", "-o", "name").split()
         assert "namespace/default" in names
+
+
+def test_kubectl_apply_drops_unknown_fields_as_a_real_server_does(
+    example_server: KubeSimProcess, tmp_path: Path
+) -> None:
+    """`--validate=false` sends fieldValidation=Ignore: the typo is dropped, never stored."""
+    manifest = tmp_path / "typo.yaml"
+    manifest.write_text(DEPLOYMENT.replace("replicas: 2", "replicas: 2\n  replicaz: 3"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [kubectl(), "--kubeconfig", str(server.kubeconfig), *args]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    with example_server as server:
+        applied = run("apply", "--validate=false", "-f", str(manifest))
+        assert applied.stdout.strip() == "deployment.apps/web created"
+        stored = json.loads(run("get", "deployment", "web", "-o", "json").stdout)
+        assert "replicaz" not in stored["spec"]
+        assert stored["spec"]["replicas"] == 2
 
 
 def test_ages_read_like_kubectls() -> None:
@@ -179,6 +200,85 @@ def test_a_bad_nodes_file_is_one_clear_line(tmp_path: Path, nodes: str, expected
     assert out.stderr.startswith(f"kubesim: {path}: ")
     assert expected in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", 'the file is empty; it needs a "nodes:" list'),
+        (b"\n# only a comment\n", 'the file is empty; it needs a "nodes:" list'),
+        (b"- name: a\n- name: b\n", 'expected a mapping with a "nodes:" list, found a list'),
+        (b"just a line\n", 'expected a mapping with a "nodes:" list, found a str'),
+        (b"nodes: 5\n", "nodes: Input should be a valid tuple"),
+        (b"nodes:\n  - 5\n", "nodes.0: Input should be a valid dictionary"),
+        (b"nodes:\n  - name: Node_A\n", "nodes.0.name: 'Node_A' is not a valid node name"),
+        (b"nodes:\n  - name: a..b\n", "nodes.0.name: 'a..b' is not a valid node name"),
+        (b"nodes:\n  - name: " + b"a" * 254 + b"\n", "is not a valid node name"),
+        (
+            b"nodes:\n  - name: a\n    storage-classes: [Fast SSD]\n",
+            "not a valid storage class name",
+        ),
+        (b"nodes:\n  - name: a\n    labels: {'bad key': x}\n", "labels: Invalid value"),
+        (b"nodes:\n  - name: a\n    gpus: {model: 'a 100', count: 1}\n", "labels: Invalid value"),
+        (b"nodes:\n  - name: a\n    pods: -1\n", "nodes.0.pods"),
+        (b"nodes:\n  - name: a\n    cpu: '-2'\n", "must not be negative"),
+        (b"nodes:\n  - name: a\n  - name: a\n", "node names must be unique"),
+        (b"nodes: [{name: a}]\n---\nnodes: []\n", "not valid YAML"),
+    ],
+    ids=[
+        "empty",
+        "only-a-comment",
+        "a-list",
+        "a-string",
+        "nodes-a-number",
+        "a-node-a-number",
+        "name-not-dns",
+        "name-double-dot",
+        "name-too-long",
+        "storage-class-name",
+        "label-key",
+        "gpu-model-in-labels",
+        "negative-pods",
+        "negative-cpu",
+        "duplicate-names",
+        "two-documents",
+    ],
+)
+def test_a_nodes_file_of_the_wrong_shape_is_one_clear_line(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    path = tmp_path / "nodes.yaml"
+    path.write_bytes(content)
+    out = serve("--port", "0", "--nodes", str(path), timeout=20)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(f"kubesim: {path}: ")
+    assert expected in out.stderr
+    assert out.stderr.count("\n") == 1  # one line
+    assert "Traceback" not in out.stderr
+
+
+def test_a_kubeconfig_that_cannot_be_written_is_one_clear_line(tmp_path: Path) -> None:
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    out = serve("--port", "0", "--kubeconfig", str(directory), timeout=20)
+    assert (out.returncode, out.stderr) == (
+        2,
+        f"kubesim: cannot write the kubeconfig {directory}: it is a directory\n",
+    )
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    out = serve("--port", "0", "--kubeconfig", str(a_file / "kubeconfig"), timeout=20)
+    assert (out.returncode, out.stderr) == (
+        2,
+        f"kubesim: cannot write the kubeconfig {a_file / 'kubeconfig'}: {a_file} is not a directory\n",
+    )
+    # a place the server only finds it cannot write once it listens (/proc takes no files)
+    out = serve("--port", "0", "--kubeconfig", "/proc/kubesim-kubeconfig", timeout=20)
+    assert (out.returncode, out.stderr) == (
+        2,
+        "kubesim: cannot write the kubeconfig /proc/kubesim-kubeconfig: "
+        "No such file or directory\n",
+    )
 
 
 def test_a_missing_nodes_file(tmp_path: Path) -> None:

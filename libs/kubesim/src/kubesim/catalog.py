@@ -13,6 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# a subresource's verbs and kind in discovery ("" for the kind of its resource)
+_SUBRESOURCES: dict[str, tuple[tuple[str, ...], str]] = {
+    "status": (("get", "patch", "update"), ""),
+    "scale": (("get", "patch", "update"), "Scale"),
+    "log": (("get",), "Pod"),
+    "exec": (("create", "get"), "PodExecOptions"),
+    "attach": (("create", "get"), "PodAttachOptions"),
+    "portforward": (("create", "get"), "PodPortForwardOptions"),
+    "eviction": (("create",), "Eviction"),
+    "binding": (("create",), "Binding"),
+    "finalize": (("update",), ""),
+}
 
 
 @dataclass(frozen=True)
@@ -65,17 +77,14 @@ class ResourceType:
             main["categories"] = list(self.categories)
         entries = [main]
         for sub in sorted(self.subresources):
-            verbs = ["get", "patch", "update"] if sub in ("status", "scale") else ["get"]
-            if sub in ("exec", "attach", "portforward"):
-                verbs = ["create", "get"]
-            kind = {"scale": "Scale", "log": "Pod", "exec": "PodExecOptions"}.get(sub, self.kind)
+            verbs, kind = _SUBRESOURCES.get(sub, (["get"], self.kind))
             entries.append(
                 {
                     "name": f"{self.plural}/{sub}",
                     "singularName": "",
                     "namespaced": self.namespaced,
-                    "kind": kind,
-                    "verbs": verbs,
+                    "kind": kind or self.kind,
+                    "verbs": list(verbs),
                 }
             )
         return entries

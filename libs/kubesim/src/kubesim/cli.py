@@ -66,6 +66,9 @@ def serve(
                 kubeconfig,
             )
         )
+    except KubeconfigError as exc:
+        typer.echo(f"kubesim: {exc}", err=True)
+        raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"kubesim: cannot listen on {host}:{port}: {exc.strerror}", err=True)
         raise typer.Exit(1) from None
@@ -74,14 +77,35 @@ def serve(
         raise typer.Exit(2) from None
 
 
+class KubeconfigError(Exception):
+    """The kubeconfig cannot be written where it was asked for."""
+
+
+def _check_kubeconfig(path: Path) -> None:
+    if path.is_dir():
+        raise KubeconfigError(f"cannot write the kubeconfig {path}: it is a directory")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise KubeconfigError(
+                f"cannot write the kubeconfig {path}: {parent} is not a directory"
+            )
+
+
 async def _serve(sim: KubeSim, kubeconfig: Path | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if kubeconfig is not None:  # say what is wrong before listening at all
+        _check_kubeconfig(kubeconfig)
     async with sim:
         if kubeconfig is not None:
-            sim.write_kubeconfig(kubeconfig)
+            try:
+                sim.write_kubeconfig(kubeconfig)
+            except OSError as exc:
+                raise KubeconfigError(
+                    f"cannot write the kubeconfig {kubeconfig}: {exc.strerror or exc}"
+                ) from None
         names = ", ".join(n.name for n in sim.cluster.nodes)
         log.info(
             "kubesim serving Kubernetes %s at %s (nodes: %s)",

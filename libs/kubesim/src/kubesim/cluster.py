@@ -23,9 +23,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kubesim import quantity
+from kubesim.validation import is_dns_subdomain, label_causes
 
 
 class GpuSpec(BaseModel):
@@ -45,15 +53,47 @@ class NodeSpec(BaseModel):
     ephemeral_storage: str = Field("100Gi", alias="ephemeral-storage")
     storage_classes: tuple[str, ...] = Field((), alias="storage-classes")
     gpus: GpuSpec | None = None
-    pods: int = 110
+    pods: int = Field(110, ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not is_dns_subdomain(name):
+            raise ValueError(
+                f"{name!r} is not a valid node name: a lowercase RFC 1123 subdomain must "
+                "consist of lower case alphanumeric characters, '-' or '.', and must start "
+                "and end with an alphanumeric character"
+            )
+        return name
+
+    @field_validator("storage_classes")
+    @classmethod
+    def _classes(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not is_dns_subdomain(name):
+                raise ValueError(f"{name!r} is not a valid storage class name (a DNS subdomain)")
+        return names
 
     @field_validator("cpu", "memory", "ephemeral_storage", mode="before")
     @classmethod
     def _quantity(cls, value: Any) -> str:
         text = str(value)
-        quantity.parse(text)
+        try:
+            amount = quantity.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"{text!r}: {exc}") from None
+        if amount < 0:
+            raise ValueError(f"{text!r}: must not be negative")
         return text
+
+    @model_validator(mode="after")
+    def _labels(self) -> NodeSpec:
+        """The labels a node gets, the generated ones included, must be valid labels."""
+        causes = label_causes(self.node_labels())
+        if causes:
+            raise ValueError("; ".join(f"labels: {message}" for _, _, message in causes[:3]))
+        return self
 
     def node_labels(self) -> dict[str, str]:
         labels = {
@@ -142,17 +182,29 @@ class ClusterSpec(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> ClusterSpec:
-        """Read a nodes file; ValueError says which file and what is wrong."""
+        """Read a nodes file; ValueError says, on one line, which file and what is wrong."""
         try:
-            data = yaml.safe_load(path.read_text()) or {}
-            return cls.model_validate(data)
+            data = yaml.safe_load(path.read_bytes())
         except OSError as exc:
             raise ValueError(f"cannot read nodes file {path}: {exc.strerror}") from None
         except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ValueError(
+                f"{path}: not valid YAML: {' '.join(problem.split())}{where}"
+            ) from None
+        if data is None:
+            raise ValueError(f'{path}: the file is empty; it needs a "nodes:" list')
+        if not isinstance(data, dict):
+            found = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+            raise ValueError(f'{path}: expected a mapping with a "nodes:" list, found {found}')
+        try:
+            return cls.model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                f"{'.'.join(map(str, e['loc'])) or 'nodes'}: "
+                f"{' '.join(e['msg'].removeprefix('Value error, ').split())}"
                 for e in exc.errors()
             )
             raise ValueError(f"{path}: {problems}") from None

@@ -62,7 +62,8 @@ def qos_class(pod: dict[str, Any]) -> str:
 def _workload(kind: str, spec: dict[str, Any]) -> None:
     if kind != "DaemonSet":
         spec.setdefault("replicas", 1)
-    spec.setdefault("revisionHistoryLimit", 10)
+    if kind != "ReplicaSet":
+        spec.setdefault("revisionHistoryLimit", 10)
     if kind == "Deployment":
         spec.setdefault("progressDeadlineSeconds", 600)
         strategy = spec.setdefault("strategy", {"type": "RollingUpdate"})

@@ -8,8 +8,10 @@ ApiError(code, reason, message, details)
  ├── 409 AlreadyExists      create of an existing name
  ├── 409 Conflict           PUT/PATCH with a stale resourceVersion
  ├── 410 Expired            watch or continue from a compacted resourceVersion
- ├── 415 UnsupportedMediaType  a patch type the resource does not take
- ├── 422 Invalid            the object fails validation; `causes` name the fields
+ ├── 413 RequestEntityTooLarge  a body over 3 MiB, an object over 1.5 MiB
+ ├── 415 UnsupportedMediaType  a media type or patch type the resource does not take
+ ├── 422 Invalid            the object (or the request's options) fails validation;
+ │                          `causes` name the fields
  └── 503 ServiceUnavailable a fault switched on by a test
 """
 
@@ -92,6 +94,18 @@ def invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str, str]]) 
         {"reason": reason, "message": message, "field": f} for f, reason, message in causes
     ]
     return ApiError(422, "Invalid", f'{rtype.kind}{group} "{name}" is invalid: {text}', details)
+
+
+def options_invalid(options: str, field: str, why: str) -> ApiError:
+    """422 for a request's options (`CreateOptions`, `DeleteOptions`…), as the real server
+    answers an unsupported `dryRun`, `fieldValidation` or `propagationPolicy`."""
+    details = {
+        "name": "",
+        "group": "meta.k8s.io",
+        "kind": options,
+        "causes": [{"reason": "FieldValueNotSupported", "message": why, "field": field}],
+    }
+    return ApiError(422, "Invalid", f'{options}.meta.k8s.io "" is invalid: {field}: {why}', details)
 
 
 def forbidden(message: str) -> ApiError:

@@ -8,12 +8,13 @@ container that has not started is refused with the kubelet's 400 ("waiting to st
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
 
-from kubesim import errors
+from kubesim import errors, inputs
 
 
 def _parse(ts: str) -> datetime:
@@ -72,6 +73,7 @@ class LogSource:
 
     async def respond(self, request: web.Request, pod: dict[str, Any]) -> web.StreamResponse:
         q = request.query
+        tail, since = _options(q, pod["metadata"]["name"])
         container, status = self._container(pod, q.get("container"))
         running = ((status or {}).get("state") or {}).get("running")
         if not running:
@@ -82,16 +84,14 @@ class LogSource:
                 f"is waiting to start: {reason}"
             )
         started = _parse(running["startedAt"])
-        timestamps = q.get("timestamps") in ("true", "1")
+        timestamps = inputs.flag(q, "timestamps")
         now = datetime.now(UTC)
         lines = self.lines(pod, container, started, now, timestamps)
-        if "sinceSeconds" in q:
-            keep = int(q["sinceSeconds"])
-            lines = lines[-max(int(keep / self.interval), 0) :] if keep else []
-        if "tailLines" in q:
-            tail = int(q["tailLines"])
+        if since is not None:
+            lines = lines[-max(int(since / self.interval), 1) :]
+        if tail is not None:
             lines = lines[-tail:] if tail else []
-        if q.get("follow") not in ("true", "1"):
+        if not inputs.flag(q, "follow"):
             text = "".join(f"{line}\n" for line in lines)
             return web.Response(text=text, content_type="text/plain")
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
@@ -113,3 +113,32 @@ class LogSource:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         return response
+
+
+def _options(query: Mapping[str, str], name: str) -> tuple[int | None, int | None]:
+    """`tailLines` and `sinceSeconds`: int64s (400 otherwise), the one at least 0 and the
+    other at least 1 (422 otherwise, as the real server validates PodLogOptions)."""
+    tail, since = inputs.integer(query, "tailLines"), inputs.integer(query, "sinceSeconds")
+    inputs.integer(query, "limitBytes")
+    causes = []
+    if tail is not None and tail < 0:
+        causes.append(
+            (
+                "tailLines",
+                "FieldValueInvalid",
+                f"Invalid value: {tail}: must be greater than or equal to 0",
+            )
+        )
+    if since is not None and since < 1:
+        causes.append(
+            ("sinceSeconds", "FieldValueInvalid", f"Invalid value: {since}: must be greater than 0")
+        )
+    if causes:
+        text = ", ".join(f"{f}: {m}" for f, _, m in causes)
+        details = {
+            "name": name,
+            "kind": "PodLogOptions",
+            "causes": [{"reason": r, "message": m, "field": f} for f, r, m in causes],
+        }
+        raise errors.ApiError(422, "Invalid", f'PodLogOptions "{name}" is invalid: {text}', details)
+    return tail, since

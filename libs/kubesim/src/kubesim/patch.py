@@ -1,6 +1,7 @@
 """The three patch types of the Kubernetes API.
 
-- JSON patch (RFC 6902), by the `jsonpatch` library;
+- JSON patch (RFC 6902), by the `jsonpatch` library, with the real server's bounds: at
+  most 10,000 operations (413 beyond) and 3 MiB copied by `copy` operations (422 beyond);
 - JSON merge patch (RFC 7386): maps merge, `null` deletes, lists are replaced;
 - strategic merge patch: like merge patch, but lists whose schema says
   `x-kubernetes-patch-strategy: merge` are merged — by their merge key (containers by
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonpatch
@@ -25,21 +27,48 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
-def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
-    if not isinstance(ops, list):
-        raise bad_request("json patch must be a list of operations")
+MAX_OPERATIONS = 10_000
+MAX_COPIED = 3 * 2**20
+
+
+def json_patch(obj: dict[str, Any], ops: Any) -> Any:
+    """Apply a JSON patch to a copy of `obj` (the result may be any JSON value)."""
+    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
+        raise bad_request(
+            "json: cannot unmarshal the patch into Go value of type jsonpatch.Patch: "
+            "a JSON patch is a list of operation objects"
+        )
+    if len(ops) > MAX_OPERATIONS:
+        raise ApiError(
+            413,
+            "RequestEntityTooLarge",
+            f"The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {len(ops)}",
+        )
+    result: Any = copy.deepcopy(obj)
+    copied = 0
     try:
-        result = jsonpatch.apply_patch(obj, ops)
+        for op in ops:
+            if op.get("op") == "copy":
+                source = jsonpatch.JsonPointer(op.get("from")).resolve(result)
+                copied += len(json.dumps(source))
+                if copied > MAX_COPIED:
+                    raise ApiError(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request: "
+                        f"unable to copy: the accumulated copy size exceeds {MAX_COPIED} bytes",
+                    )
+            result = jsonpatch.JsonPatch([op]).apply(result, in_place=True)
     except jsonpatch.JsonPatchTestFailed as exc:
         raise ApiError(422, "Invalid", f"the server rejected our request: {exc}") from None
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         raise ApiError(
             422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
         ) from None
-    except (TypeError, KeyError) as exc:
-        raise bad_request(f"invalid json patch: {exc}") from None
-    if not isinstance(result, dict):
-        raise bad_request("json patch did not produce an object")
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from None
     return result
 
 
@@ -58,24 +87,32 @@ def merge_patch(target: Any, patch: Any) -> Any:
 def strategic_merge_patch(target: Any, patch: Any, node: SchemaNode) -> Any:
     if not isinstance(patch, dict):
         raise bad_request("strategic merge patch must be an object")
-    return _merge_map(target if isinstance(target, dict) else {}, patch, node)
+    merged = _merge_map(target if isinstance(target, dict) else {}, patch, node)
+    return {} if merged is None else merged
 
 
 def _merge_map(target: dict[str, Any], patch: dict[str, Any], node: SchemaNode) -> Any:
     directive = patch.get("$patch")
+    if directive not in (None, "delete", "replace", "merge"):
+        raise bad_request(f"strategic merge patch: unknown patch type: {directive!r} in map")
     if directive == "delete":
         return None
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
     result = dict(target)
     retain = patch.get("$retainKeys")
+    if retain is not None and not (
+        isinstance(retain, list) and all(isinstance(k, str) for k in retain)
+    ):
+        raise bad_request("strategic merge patch: invalid patch format of retainKeys")
     for key, value in patch.items():
         if key in ("$patch", "$retainKeys") or key.startswith("$setElementOrder/"):
             continue
         if key.startswith("$deleteFromPrimitiveList/"):
+            if not isinstance(value, list):
+                raise bad_request("strategic merge patch: invalid patch format of primitive list")
             field = key.split("/", 1)[1]
-            remove = set(value or [])
-            result[field] = [v for v in result.get(field) or [] if v not in remove]
+            result[field] = [v for v in result.get(field) or [] if v not in value]
             continue
         child = node.field(key)
         if value is None:

@@ -1,4 +1,8 @@
-"""Kubernetes resource quantities ("500m", "2", "512Mi", "1.5G", "1e3") as exact decimals."""
+"""Kubernetes resource quantities ("500m", "2", "512Mi", "1.5G", "1e3") as exact decimals.
+
+Parsed as the API server's `resource.ParseQuantity` parses them, with its error messages;
+like it, an amount is capped at 2^63-1 and a tiny non-zero one rounded up to 1n.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from decimal import Decimal, InvalidOperation
 
 _SUFFIXES = {
     "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
     "k": Decimal(10) ** 3,
     "M": Decimal(10) ** 6,
@@ -21,17 +27,40 @@ _SUFFIXES = {
     "Pi": Decimal(2) ** 50,
     "Ei": Decimal(2) ** 60,
 }
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+_QUANTITY = re.compile(PATTERN)
+_EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
+MAX = Decimal(2**63 - 1)
+_NANO = Decimal("1e-9")
 
 
 def parse(value: str | int | float) -> Decimal:
-    """A quantity as a Decimal; ValueError names the bad value."""
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    match = _QUANTITY.match(str(value).strip())
-    if match is None or match.group(2) not in _SUFFIXES:
-        raise ValueError(f"{value!r} is not a quantity (like 500m, 2, 512Mi or 1.5Gi)")
+    """A quantity as a Decimal; ValueError says what is wrong, as the API server does."""
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise ValueError(f"quantities must match the regular expression '{PATTERN}'")
+    number, suffix = match.groups()
     try:
-        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
+        amount = Decimal(number)
     except InvalidOperation:
-        raise ValueError(f"invalid quantity {value!r}") from None
+        raise ValueError("unable to parse numeric part of quantity") from None
+    if suffix in _SUFFIXES:
+        scale, exponent = _SUFFIXES[suffix], 0
+    elif (power := _EXPONENT.match(suffix)) is not None:
+        scale, exponent = Decimal(1), int(power.group(1))
+    else:
+        raise ValueError("unable to parse quantity's suffix")
+    if not amount:
+        return Decimal(0)
+    magnitude = amount.adjusted() + exponent
+    if magnitude > 30:  # beyond any cap: no need to compute it
+        return MAX.copy_sign(amount)
+    if magnitude < -30:
+        return _NANO.copy_sign(amount)
+    result = amount * scale * Decimal(10) ** exponent
+    if abs(result) > MAX:
+        return MAX.copy_sign(result)
+    if abs(result) < _NANO:
+        return _NANO.copy_sign(result)
+    return result

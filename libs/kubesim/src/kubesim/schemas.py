@@ -1,7 +1,8 @@
 """The OpenAPI schemas of the built-in kinds, from the `kubernetes-validate` package.
 
-They serve two purposes: validating objects (strict: unknown fields are refused) and
-telling strategic merge patch how each list merges (`x-kubernetes-patch-strategy` and
+They serve three purposes: decoding objects into their kind's type (`kubesim.decoding`:
+types, quantities, unknown fields), validating them (required fields, enums), and telling
+strategic merge patch how each list merges (`x-kubernetes-patch-strategy` and
 `x-kubernetes-patch-merge-key`, as the real server reads them from its Go struct tags).
 Validators and schemas are loaded once per Kubernetes version and cached.
 """
@@ -31,16 +32,22 @@ def schema_version(version: str) -> str:
     return str(usable[-1])
 
 
-def _schema_dir(version: str, strict: bool) -> Any:
-    name = f"v{schema_version(version)}-local" + ("-strict" if strict else "")
+def _schema_dir(version: str) -> Any:
+    name = f"v{schema_version(version)}-local"
     return resources.files("kubernetes_validate").joinpath("kubernetes-json-schema", name)
 
 
-@lru_cache(maxsize=8)
-def _definitions(version: str, strict: bool) -> dict[str, Any]:
-    text = _schema_dir(version, strict).joinpath("_definitions.json").read_text()
+@lru_cache(maxsize=4)
+def _definitions(version: str) -> dict[str, Any]:
+    text = _schema_dir(version).joinpath("_definitions.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
+
+
+def definitions(version: str) -> dict[str, Any]:
+    """Every type's schema by its full name (`io.k8s.api.core.v1.PodSpec`)."""
+    defs: dict[str, Any] = _definitions(version)["$defs"]
+    return defs
 
 
 def _file_name(kind: str, api_version: str) -> str:
@@ -50,10 +57,8 @@ def _file_name(kind: str, api_version: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def kind_schema(
-    kind: str, api_version: str, version: str, strict: bool = False
-) -> dict[str, Any] | None:
-    path = _schema_dir(version, strict).joinpath(_file_name(kind, api_version))
+def kind_schema(kind: str, api_version: str, version: str) -> dict[str, Any] | None:
+    path = _schema_dir(version).joinpath(_file_name(kind, api_version))
     if not path.is_file():
         return None
     loaded: dict[str, Any] = json.loads(path.read_text())
@@ -61,15 +66,13 @@ def kind_schema(
 
 
 @lru_cache(maxsize=256)
-def validator(
-    kind: str, api_version: str, version: str, strict: bool
-) -> jsonschema.Validator | None:
+def validator(kind: str, api_version: str, version: str) -> jsonschema.Validator | None:
     """A cached validator for one kind, or None when no schema is bundled for it."""
-    schema = kind_schema(kind, api_version, version, strict)
+    schema = kind_schema(kind, api_version, version)
     if schema is None:
         return None
     registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
-    registry = Resource.from_contents(_definitions(version, strict)) @ registry
+    registry = Resource.from_contents(_definitions(version)) @ registry
     return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
@@ -118,7 +121,7 @@ class SchemaNode:
 
 def patch_root(kind: str, api_version: str, version: str) -> SchemaNode | None:
     """The root schema node of a built-in kind, or None when kubesim has no schema for it."""
-    schema = kind_schema(kind, api_version, version, False)
+    schema = kind_schema(kind, api_version, version)
     if schema is None:
         return None
-    return SchemaNode(schema, _definitions(version, False)["$defs"])
+    return SchemaNode(schema, definitions(version))

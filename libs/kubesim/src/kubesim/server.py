@@ -5,8 +5,11 @@ Paths are the real ones — `/api/v1/namespaces/{ns}/pods/{name}/status`,
 watch (newline-delimited JSON, replay from a resourceVersion, bookmarks, `timeoutSeconds`,
 410 Gone as an ERROR event), get, create, update, the three patch types, delete and
 deletecollection, the `status` and `scale` subresources, pod logs, and a clean refusal of
-exec/attach/port-forward. Errors are `Status` bodies. `/_kubesim/*` holds kubesim's own
-controls (fault switches, compaction) for tests driving a server process.
+exec/attach/port-forward. Bodies and query parameters are read by `kubesim.inputs`, the
+action subresources (scale, binding, eviction, finalize) live in `kubesim.subresources`.
+Errors are `Status` bodies — every one, aiohttp's own included, and anything unforeseen is
+a logged 500, never a dropped connection. `/_kubesim/*` holds kubesim's own controls (fault
+switches, compaction) for tests driving a server process.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ import io
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from kubesim import errors, tables
+from kubesim import errors, inputs, subresources, tables
 from kubesim.catalog import ResourceType
+from kubesim.decoding import FieldValidation
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
 from kubesim.selectors import field_matcher, label_matcher
@@ -49,17 +52,60 @@ RETURNS_DELETED = {
 }
 
 
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    """A boolean query parameter, read as Go's `strconv.ParseBool` reads it: the asyncio
-    client sends `watch=True`."""
-    return query.get(name, "") in ("1", "t", "T", "true", "TRUE", "True")
+WATCH_POLL = 1.0  # how often an idle watch checks that its client is still there
+# the options each writing verb takes, named in the 422 for an unsupported option value
+OPTIONS = {
+    "POST": "CreateOptions",
+    "PUT": "UpdateOptions",
+    "PATCH": "PatchOptions",
+    "DELETE": "DeleteOptions",
+}
+DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+# the reasons of the answers aiohttp itself gives (unknown routes, bodies over the limit)
+HTTP_REASONS = {
+    400: "BadRequest",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+}
+# which subresource takes which verbs
+VERBS = {
+    "log": ("GET",),
+    "exec": ("GET", "POST"),
+    "attach": ("GET", "POST"),
+    "portforward": ("GET", "POST"),
+    "eviction": ("POST",),
+    "binding": ("POST",),
+    "finalize": ("PUT",),
+    "scale": ("GET", "PUT", "PATCH"),
+    "status": ("GET", "PUT", "PATCH"),
+}
 
 
-def _json(body: Any, status: int = 200) -> web.Response:
+def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     data = json.dumps(body, separators=(",", ":")).encode()
     # aiohttp warns of raw bodies over 1 MiB (an error under `-W error`): stream those
     payload: bytes | io.BytesIO = io.BytesIO(data) if len(data) > 2**20 else data
-    return web.Response(status=status, body=payload, content_type="application/json")
+    response = web.Response(status=status, body=payload, content_type="application/json")
+    for text in _bounded(warnings or []):  # as the real server sends them: one header each
+        response.headers.add("Warning", "299 - " + json.dumps(text))
+    return response
+
+
+def _bounded(warnings: list[str]) -> list[str]:
+    """Warnings as the real server bounds them — each at most 256 characters, no more than
+    4096 characters in all — and at most 50 of them (Python's http.client, under the
+    official client, refuses a response with more than 100 headers)."""
+    shown: list[str] = []
+    total = 0
+    for warning in warnings[:50]:
+        text = warning if len(warning) <= 256 else warning[:253] + "..."
+        total += len(text)
+        if total > 4096:
+            break
+        shown.append(text)
+    return shown
 
 
 class ApiServer:
@@ -80,7 +126,7 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
         self.app = web.Application(
-            middlewares=[self._errors, self._fault_switches], client_max_size=16 * 2**20
+            middlewares=[self._errors, self._fault_switches], client_max_size=inputs.MAX_BODY
         )
         r = self.app.router
         for probe in ("/healthz", "/livez", "/readyz"):
@@ -106,14 +152,16 @@ class ApiServer:
         except errors.ApiError as exc:
             return _json(exc.status(), exc.code)
         except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
             if exc.status == 404:
-                return _json(
-                    errors.ApiError(
-                        404, "NotFound", "the server could not find the requested resource"
-                    ).status(),
-                    404,
-                )
-            raise
+                message = "the server could not find the requested resource"
+            elif exc.status == 413:
+                message = inputs.too_large().message
+            else:
+                message = exc.text or exc.reason
+            reason = HTTP_REASONS.get(exc.status, exc.reason.replace(" ", ""))
+            return _json(errors.ApiError(exc.status, reason, message).status(), exc.status)
         except Exception:
             log.exception("internal error on %s %s", request.method, request.path)
             body = errors.ApiError(
@@ -216,7 +264,7 @@ class ApiServer:
     # -- kubesim's controls ------------------------------------------------------
     async def set_faults(self, request: web.Request) -> web.Response:
         try:
-            self.faults.apply(await self._body(request))
+            self.faults.apply(inputs.parse(await request.read())[0])
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from None
         return _json({"ok": True})
@@ -258,23 +306,30 @@ class ApiServer:
         rtype, namespace, name, sub = self._resolve(request)
         ns = namespace or ""
         q = request.query
-        dry_run = q.get("dryRun") == "All"
-        strict = q.get("fieldValidation", "Strict") == "Strict"
         method = request.method
+        if method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            raise errors.method_not_allowed(f"{method} is not supported")
+        if sub is not None and method not in VERBS.get(sub, ()):
+            raise errors.method_not_allowed(f"{method} is not supported on {rtype.plural}/{sub}")
+        dry_run = inputs.dry_run(q, OPTIONS[method]) if method in OPTIONS else False
+        fields = FieldValidation()
+        if method in ("POST", "PUT", "PATCH"):
+            fields.directive = inputs.field_validation(q, OPTIONS[method])
+        if method == "GET":
+            inputs.resource_version(q)  # a malformed one is 400 on every read
         if name is None:
             if method == "GET":
-                if _flag(q, "watch"):
+                if inputs.flag(q, "watch"):
                     return await self._watch(request, rtype, namespace)
                 return self._list(request, rtype, namespace)
             if method == "POST":
                 if rtype.namespaced and namespace is None:
                     raise errors.method_not_allowed(f"create of {rtype.plural} needs a namespace")
-                obj = self.store.create(
-                    rtype, ns, await self._body(request), dry_run=dry_run, strict=strict
-                )
-                return _json(self._present(rtype, obj), 201)
+                body = await self._body(request, fields)
+                obj = self.store.create(rtype, ns, body, dry_run=dry_run, fields=fields)
+                return _json(self._present(rtype, obj), 201, fields.warnings)
             if method == "DELETE":
-                return self._delete_collection(request, rtype, namespace)
+                return await self._delete_collection(request, rtype, namespace, dry_run)
             raise errors.method_not_allowed(f"{method} is not supported on a collection")
         if sub == "log":
             return await self.logs.respond(request, self.store.get(rtype, ns, name))
@@ -284,24 +339,29 @@ class ApiServer:
                 f"kubesim runs no containers: {sub} into pod {name} is not supported"
             )
         if sub == "scale":
-            return await self._scale(request, rtype, ns, name)
-        if sub == "eviction" and method == "POST":
-            self.store.delete(rtype, ns, name, dry_run=dry_run)
+            write = method != "GET"
+            scale = subresources.scale(
+                self.store,
+                rtype,
+                ns,
+                name,
+                body=await self._body(request, fields) if write else None,
+                patch_type=inputs.media_type(request) if method == "PATCH" else None,
+                fields=fields,
+                dry_run=dry_run,
+            )
+            return _json(scale, warnings=fields.warnings)
+        if sub == "eviction":
+            body = await self._body(request, fields)
+            subresources.evict(self.store, rtype, ns, name, body, dry_run=dry_run)
             return _json(_success(code=201), 201)
-        if sub == "binding" and method == "POST":
-            body = await self._body(request)
-            pod = self.store.get(rtype, ns, name)
-            pod["spec"]["nodeName"] = (body.get("target") or {}).get("name")
-            self.store.update(rtype, ns, name, pod, system=True)
+        if sub == "binding":
+            subresources.bind(self.store, rtype, ns, name, await self._body(request, fields))
             return _json(_success(code=201), 201)
-        if sub == "finalize" and method == "PUT":
-            body = await self._body(request)
-            current = self.store.get(rtype, ns, name)
-            current["spec"] = body.get("spec") or {}
-            obj = self.store.update(rtype, ns, name, current, system=True)
+        if sub == "finalize":
+            body = await self._body(request, fields)
+            obj = subresources.finalize(self.store, rtype, name, body)
             return _json(self._present(rtype, obj))
-        if sub not in (None, "status"):
-            raise errors.method_not_allowed(f"{method} is not supported on {rtype.plural}/{sub}")
         if method == "GET":
             obj = self._present(rtype, self.store.get(rtype, ns, name))
             if sub is None and tables.wanted(request.headers.get("Accept", "")):
@@ -314,34 +374,21 @@ class ApiServer:
                 return _json(table)
             return _json(obj)
         if method == "PUT":
+            body = await self._body(request, fields)
             obj = self.store.update(
-                rtype,
-                ns,
-                name,
-                await self._body(request),
-                subresource=sub,
-                dry_run=dry_run,
-                strict=strict,
+                rtype, ns, name, body, subresource=sub, dry_run=dry_run, fields=fields
             )
-            return _json(self._present(rtype, obj))
+            return _json(self._present(rtype, obj), warnings=fields.warnings)
         if method == "PATCH":
-            kind = request.content_type
+            kind = inputs.media_type(request)
+            body = await self._body(request, fields)
             obj = self.store.patch(
-                rtype,
-                ns,
-                name,
-                kind,
-                await self._body(request),
-                subresource=sub,
-                dry_run=dry_run,
-                strict=strict,
+                rtype, ns, name, kind, body, subresource=sub, dry_run=dry_run, fields=fields
             )
-            return _json(self._present(rtype, obj))
+            return _json(self._present(rtype, obj), warnings=fields.warnings)
         if method == "DELETE":
-            options = await self._body(request, optional=True)
-            for key in ("propagationPolicy", "gracePeriodSeconds"):
-                if key in q:
-                    options.setdefault(key, q[key])
+            options = await self._delete_options(request)
+            dry_run = dry_run or bool(options.get("dryRun"))
             obj = self.store.delete(rtype, ns, name, options, dry_run=dry_run)
             pending = bool(obj["metadata"].get("deletionTimestamp"))  # finalizers to run
             if pending or rtype.store_key in RETURNS_DELETED:
@@ -354,32 +401,36 @@ class ApiServer:
             obj["apiVersion"] = rtype.api_version
         return obj
 
-    async def _body(self, request: web.Request, *, optional: bool = False) -> Any:
-        raw = await request.read()
-        if not raw:
-            if optional:
-                return {}
-            raise errors.bad_request("the request has no body")
-        kind = request.content_type
-        if "protobuf" in kind:
-            raise errors.unsupported_media_type("kubesim speaks JSON only: send application/json")
-        try:
-            if "yaml" in kind:
-                return yaml.safe_load(raw)
-            return json.loads(raw)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise errors.bad_request(
-                f"the body of the request could not be decoded: {exc}"
-            ) from None
+    async def _body(self, request: web.Request, fields: FieldValidation) -> Any:
+        body, fields.duplicates = await inputs.read_body(request)
+        return body
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        """DeleteOptions from the body, or else from the query, as the real server reads
+        them: a body that does not decode is 400, an unknown propagationPolicy 422."""
+        body, _ = await inputs.read_body(request, optional=True)
+        q = request.query
+        if body != {}:
+            options = subresources.decode_body(self.store, DELETE_OPTIONS, body)
+            inputs.check_dry_run(options.get("dryRun") or [], "DeleteOptions")
+        else:
+            options = {}
+            if "propagationPolicy" in q:
+                options["propagationPolicy"] = q["propagationPolicy"]
+            if (grace := inputs.integer(q, "gracePeriodSeconds")) is not None:
+                options["gracePeriodSeconds"] = grace
+            if "orphanDependents" in q:
+                options["orphanDependents"] = inputs.flag(q, "orphanDependents")
+        inputs.propagation_policy(options)
+        if options.get("orphanDependents") and "propagationPolicy" not in options:
+            options["propagationPolicy"] = "Orphan"
+        return options
 
     def _list(
         self, request: web.Request, rtype: ResourceType, namespace: str | None
     ) -> web.Response:
         q = request.query
-        try:
-            limit = int(q.get("limit", "0") or 0)
-        except ValueError:
-            raise errors.bad_request(f"invalid limit: {q['limit']}") from None
+        limit = max(inputs.integer(q, "limit") or 0, 0)  # as on a real server: <= 0 is none
         items, cont, remaining = self.store.select(
             rtype,
             namespace,
@@ -408,9 +459,11 @@ class ApiServer:
             }
         )
 
-    def _delete_collection(
-        self, request: web.Request, rtype: ResourceType, namespace: str | None
+    async def _delete_collection(
+        self, request: web.Request, rtype: ResourceType, namespace: str | None, dry_run: bool
     ) -> web.Response:
+        options = await self._delete_options(request)
+        dry_run = dry_run or bool(options.get("dryRun"))
         items, _, _ = self.store.select(
             rtype,
             namespace,
@@ -420,7 +473,11 @@ class ApiServer:
         deleted = []
         for item in items:
             meta = item["metadata"]
-            deleted.append(self.store.delete(rtype, meta.get("namespace", ""), meta["name"]))
+            deleted.append(
+                self.store.delete(
+                    rtype, meta.get("namespace", ""), meta["name"], options, dry_run=dry_run
+                )
+            )
         return _json(
             {
                 "kind": f"{rtype.kind}List",
@@ -430,53 +487,19 @@ class ApiServer:
             }
         )
 
-    async def _scale(
-        self, request: web.Request, rtype: ResourceType, ns: str, name: str
-    ) -> web.Response:
-        obj = self.store.get(rtype, ns, name)
-        if request.method in ("PUT", "PATCH"):
-            body = await self._body(request)
-            if request.method == "PATCH":
-                from kubesim.patch import JSON_PATCH, json_patch, merge_patch  # noqa: PLC0415
-
-                current = _scale_body(obj)
-                body = (
-                    json_patch(current, body)
-                    if request.content_type == JSON_PATCH
-                    else merge_patch(current, body)
-                )
-            replicas = (body.get("spec") or {}).get("replicas")
-            if not isinstance(replicas, int) or replicas < 0:
-                raise errors.invalid(
-                    rtype,
-                    name,
-                    [
-                        (
-                            "spec.replicas",
-                            "FieldValueInvalid",
-                            f"Invalid value: {replicas!r}: must be greater than or equal to 0",
-                        )
-                    ],
-                )
-            obj["spec"]["replicas"] = replicas
-            obj = self.store.update(rtype, ns, name, obj)
-        return _json(_scale_body(obj))
-
     async def _watch(
         self, request: web.Request, rtype: ResourceType, namespace: str | None
     ) -> web.StreamResponse:
         q = request.query
         labels = label_matcher(q.get("labelSelector"))
         fields = field_matcher(q.get("fieldSelector"), rtype.kind, rtype.custom)
-        bookmarks = _flag(q, "allowWatchBookmarks")
-        initial_end = _flag(q, "sendInitialEvents")
-        try:
-            timeout = float(q.get("timeoutSeconds") or self.watch_timeout)
-        except ValueError:
-            raise errors.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']}") from None
+        bookmarks = inputs.flag(q, "allowWatchBookmarks")
+        initial_end = inputs.flag(q, "sendInitialEvents")
+        timeout = inputs.integer(q, "timeoutSeconds") or self.watch_timeout
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
-        since = None if initial_end else q.get("resourceVersion")
+        version = inputs.resource_version(q)
+        since = None if initial_end or version is None else str(version)
         try:
             watch, initial = self.store.watch(rtype, namespace, since, labels, fields)
             # every write reaches the queue in order, so the version of the last event taken
@@ -501,7 +524,10 @@ class ApiServer:
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self.bookmark_interval
             while (left := deadline - time.monotonic()) > 0:
+                if request.transport is None or request.transport.is_closing():
+                    break  # the client is gone: let go of the watch now, not at its timeout
                 wait = min(left, next_bookmark - time.monotonic()) if bookmarks else left
+                wait = min(wait, WATCH_POLL)
                 try:
                     event = await asyncio.wait_for(watch.queue.get(), timeout=max(wait, 0))
                 except TimeoutError:
@@ -555,22 +581,3 @@ def _deleted(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """The `Status` the real server answers for an object deleted at once."""
     meta = obj["metadata"]
     return _success(details=errors.details_of(rtype, meta["name"]) | {"uid": meta.get("uid")})
-
-
-def _scale_body(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj["metadata"]
-    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: meta[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in meta
-        },
-        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
-        "status": {
-            "replicas": (obj.get("status") or {}).get("replicas", 0),
-            "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
-        },
-    }

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubesim import crd, defaults, errors, patch, schemas, services, validation
+from kubesim import crd, decoding, defaults, errors, patch, schemas, services, validation
 from kubesim.catalog import Catalog, ResourceType
+from kubesim.decoding import FieldValidation
 from kubesim.selectors import Matcher
 
 StoreKey = tuple[str, str]  # (group, plural)
@@ -35,6 +36,10 @@ ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped o
 NAMESPACES: StoreKey = ("", "namespaces")
 CRDS: StoreKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICES: StoreKey = ("", "services")
+MAX_OBJECT = 3 * 2**19  # 1.5 MiB: what etcd takes in one request
+# generated names come from a generator of their own: the process's global one is its
+# users' (a test's seeded or property-based draws must not see kubesim's threads use it)
+_SUFFIXES = random.Random()  # noqa: S311 - names, not secrets
 
 
 def now() -> str:
@@ -162,14 +167,18 @@ class Store:
         try:
             data = json.loads(base64.urlsafe_b64decode(token.encode()))
             rv, start = int(data["rv"]), data["start"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError):
             raise errors.bad_request("invalid continue token") from None
+        if not (
+            isinstance(start, list) and len(start) == 2 and all(isinstance(s, str) for s in start)
+        ):
+            raise errors.bad_request("invalid continue token")
         if rv < self.compacted:
             raise errors.expired(
                 "The provided continue parameter is too old to display a consistent list "
                 "result. You can start a new list without the continue parameter."
             )
-        return (str(start[0]), str(start[1]))
+        return (start[0], start[1])
 
     # -- writes ------------------------------------------------------------------
     def create(
@@ -180,15 +189,15 @@ class Store:
         *,
         dry_run: bool = False,
         system: bool = False,
-        strict: bool = True,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         obj = copy.deepcopy(body)
-        self._check_type(rtype, obj)
+        decoding.check_type(rtype, obj)
+        if not system:
+            obj = decoding.decode_object(rtype, obj, self.kube_version, fields)
         meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
         if not meta.get("name") and meta.get("generateName"):
-            suffix = "".join(random.choices("bcdfghjklmnpqrstvwxz2456789", k=5))  # noqa: S311
+            suffix = "".join(_SUFFIXES.choices("bcdfghjklmnpqrstvwxz2456789", k=5))
             meta["name"] = meta["generateName"] + suffix
         name = meta.get("name") or ""
         if rtype.namespaced:
@@ -216,7 +225,7 @@ class Store:
             obj.pop("status", None)
         if rtype.kind == "Pod" and not rtype.custom and not obj.get("status"):
             obj["status"] = defaults.new_pod_status(obj)
-        self._prepare(rtype, obj, None, system=system, strict=strict)
+        self._prepare(rtype, obj, None, system=system)
         # as the real server does, an invalid object is refused (422) before its name is
         # found taken (409)
         key = (namespace if rtype.namespaced else "", name)
@@ -237,11 +246,13 @@ class Store:
         subresource: str | None = None,
         dry_run: bool = False,
         system: bool = False,
-        strict: bool = True,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         key, old = self._stored(rtype, namespace, name)
         new = copy.deepcopy(body)
-        self._check_type(rtype, new)
+        decoding.check_type(rtype, new)
+        if not system:
+            new = decoding.decode_object(rtype, new, self.kube_version, fields)
         meta = new.setdefault("metadata", {})
         if meta.get("name", name) != name:
             raise errors.bad_request(
@@ -269,7 +280,7 @@ class Store:
                 ],
             )
         new = self._merge_subresource(rtype, old, new, subresource)
-        return self._replace(rtype, key, old, new, dry_run=dry_run, system=system, strict=strict)
+        return self._replace(rtype, key, old, new, dry_run=dry_run, system=system)
 
     def patch(
         self,
@@ -281,15 +292,15 @@ class Store:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
-        strict: bool = True,
+        fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         key, old = self._stored(rtype, namespace, name)
         current = copy.deepcopy(old)
         if patch_type == patch.JSON_PATCH:
             new = patch.json_patch(current, body)
         elif patch_type == patch.MERGE_PATCH:
-            if not isinstance(body, dict):
-                raise errors.bad_request("merge patch must be a JSON object")
+            if not isinstance(body, dict | list):
+                raise errors.bad_request("Invalid JSON Patch: a merge patch must be an object")
             new = patch.merge_patch(current, body)
         elif patch_type == patch.STRATEGIC_MERGE_PATCH:
             root = (
@@ -308,13 +319,15 @@ class Store:
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{patch.JSON_PATCH}, {patch.MERGE_PATCH}, {patch.STRATEGIC_MERGE_PATCH}"
             )
+        new = decoding.decode_object(rtype, new, self.kube_version, fields, patched=name)
+        decoding.check_type(rtype, new)
         meta = new.setdefault("metadata", {})
         if meta.get("resourceVersion") not in (None, old["metadata"]["resourceVersion"]):
             raise errors.conflict(rtype, name)
         if meta.get("name", name) != name:
             raise errors.bad_request("metadata.name cannot be changed by a patch")
         new = self._merge_subresource(rtype, old, new, subresource)
-        return self._replace(rtype, key, old, new, dry_run=dry_run, system=False, strict=strict)
+        return self._replace(rtype, key, old, new, dry_run=dry_run, system=False)
 
     def delete(
         self,
@@ -411,23 +424,6 @@ class Store:
         return self.compacted
 
     # -- internals ---------------------------------------------------------------
-    def _check_type(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
-        if not isinstance(obj, dict):
-            raise errors.bad_request("the body must be a JSON object")
-        kind, api_version = obj.get("kind"), obj.get("apiVersion")
-        if kind not in (None, rtype.kind):
-            raise errors.bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})"
-            )
-        same_group = rtype.custom and str(api_version).split("/")[0] == rtype.group
-        if api_version not in (None, rtype.api_version) and not same_group:
-            raise errors.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({rtype.api_version})"
-            )
-        obj["kind"] = rtype.kind
-        obj["apiVersion"] = api_version or rtype.api_version
-
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str) -> None:
         ns = self._objects.get(NAMESPACES, {}).get(("", namespace))
         if ns is None:
@@ -471,7 +467,6 @@ class Store:
         *,
         dry_run: bool,
         system: bool,
-        strict: bool,
     ) -> dict[str, Any]:
         meta = new.setdefault("metadata", {})
         old_meta = old["metadata"]
@@ -492,7 +487,7 @@ class Store:
             meta["generation"] = old_meta["generation"]
             if _content(rtype, new) != _content(rtype, old):
                 meta["generation"] += 1
-        self._prepare(rtype, new, old, system=system, strict=strict)
+        self._prepare(rtype, new, old, system=system)
         if new == old:
             return copy.deepcopy(old)  # a no-op write does not bump the resourceVersion
         if dry_run:
@@ -514,14 +509,10 @@ class Store:
         old: dict[str, Any] | None,
         *,
         system: bool,
-        strict: bool,
     ) -> None:
-        """Defaults, pruning and validation of an object about to be written."""
+        """Defaults and validation of an object about to be written."""
         name = obj["metadata"].get("name", "")
         if rtype.custom:
-            pruned = crd.prune(obj, rtype.schema)
-            obj.clear()
-            obj.update(pruned)
             causes = (
                 []
                 if system
@@ -529,9 +520,7 @@ class Store:
             )
         else:
             defaults.apply(rtype.kind, obj)
-            causes = (
-                [] if system else validation.check_builtin(rtype, obj, self.kube_version, strict)
-            )
+            causes = [] if system else validation.check_builtin(rtype, obj, self.kube_version)
         if rtype.store_key == CRDS and not system:
             causes += crd.check_crd(obj)
             if old is not None and old["spec"].get("group") != obj["spec"].get("group"):
@@ -548,6 +537,13 @@ class Store:
             causes += services.allocate(obj, old, others)
         if causes:
             raise errors.invalid(rtype, name, causes)
+        if not system and (size := len(json.dumps(obj, separators=(",", ":")))) > MAX_OBJECT:
+            raise errors.ApiError(
+                413,
+                "RequestEntityTooLarge",
+                f"etcdserver: request is too large: {rtype.kind} {name!r} is {size} bytes, "
+                f"more than the {MAX_OBJECT} etcd takes",
+            )
         if rtype.store_key == CRDS:
             obj["status"] = crd.crd_status(obj, (old or obj)["metadata"]["creationTimestamp"])
 

@@ -1,8 +1,9 @@
 """Validation of objects on write: the schema first, then the rules the real server adds.
 
+Objects arrive here decoded (`kubesim.decoding`: well-typed, unknown fields dropped).
 Built-in kinds are checked against the OpenAPI schema of the configured Kubernetes version
-(strict: an unknown field is an error), then by the semantic checks the API server makes in
-Go that no schema expresses — a container needs an image, a Deployment's selector must match
+(required fields, enums), then by the semantic checks the API server makes in Go that no
+schema expresses — a container needs an image, a Deployment's selector must match
 its template, names must be DNS names, service ports must be in range. Custom resources are
 checked against their CRD's `openAPIV3Schema` (see `kubesim.crd`). Every problem becomes a
 `cause` naming the field, and the request is refused with 422, as Kubernetes does.
@@ -30,8 +31,19 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # kinds whose names are DNS labels rather than subdomains
 _LABEL_NAMED = {"Namespace", "Service"}
 # kinds whose names may be any path segment
-_PATH_NAMED = {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Event", "Node"}
+_PATH_NAMED = {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Event"}
+_ANNOTATIONS_SIZE = 256 * 1024
 _WORKLOADS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"}
+
+
+def is_dns_label(name: Any) -> bool:
+    """A lowercase RFC 1123 label (namespaces, services, container names)."""
+    return isinstance(name, str) and len(name) <= 63 and bool(_DNS_LABEL.match(name))
+
+
+def is_dns_subdomain(name: Any) -> bool:
+    """A lowercase RFC 1123 subdomain (most object names, node names)."""
+    return isinstance(name, str) and len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
 
 
 def field_path(parts: Iterator[Any] | list[Any]) -> str:
@@ -76,11 +88,9 @@ def schema_causes(validator: jsonschema.Validator, obj: dict[str, Any]) -> list[
     return causes
 
 
-def check_builtin(
-    rtype: ResourceType, obj: dict[str, Any], version: str, strict: bool
-) -> list[Cause]:
+def check_builtin(rtype: ResourceType, obj: dict[str, Any], version: str) -> list[Cause]:
     causes = check_metadata(rtype, obj)
-    checker = schemas.validator(rtype.kind, rtype.api_version, version, strict)
+    checker = schemas.validator(rtype.kind, rtype.api_version, version)
     if checker is not None:
         causes += schema_causes(checker, obj)
     causes += _semantic(rtype.kind, obj)
@@ -115,27 +125,60 @@ def check_metadata(rtype: ResourceType, obj: dict[str, Any]) -> list[Cause]:
                 "characters, '-' or '.', and must start and end with an alphanumeric character",
             )
         )
-    for key, value in (meta.get("labels") or {}).items():
+    causes += label_causes(meta.get("labels") or {})
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        prefix, _, part = key.rpartition("/")
+        if (
+            (prefix and not is_dns_subdomain(prefix))
+            or len(part) > 63
+            or not _LABEL_NAME.match(part)
+        ):
+            causes.append(
+                invalid_value(
+                    "metadata.annotations",
+                    key,
+                    "name part must consist of alphanumeric characters, '-', '_' or '.', and "
+                    "must start and end with an alphanumeric character (at most 63 of them)",
+                )
+            )
+    if sum(len(k) + len(v) for k, v in annotations.items()) > _ANNOTATIONS_SIZE:
+        causes.append(
+            (
+                "metadata.annotations",
+                "FieldValueTooLong",
+                f"Too long: must have at most {_ANNOTATIONS_SIZE} bytes",
+            )
+        )
+    return causes
+
+
+def label_causes(labels: dict[str, Any], at: str = "metadata.labels") -> list[Cause]:
+    """What is wrong with a set of labels: keys are qualified names, values label values."""
+    causes: list[Cause] = []
+    for key, value in labels.items():
         prefix, _, label = key.rpartition("/")
         if (
-            (prefix and not _DNS_SUBDOMAIN.match(prefix))
+            (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))
             or len(label) > 63
             or not _LABEL_NAME.match(label)
         ):
             causes.append(
                 invalid_value(
-                    "metadata.labels",
+                    at,
                     key,
-                    "name part must consist of alphanumeric characters, '-', '_' or '.'",
+                    "name part must consist of alphanumeric characters, '-', '_' or '.', and "
+                    "must start and end with an alphanumeric character (at most 63 of them)",
                 )
             )
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             causes.append(
                 invalid_value(
-                    "metadata.labels",
+                    at,
                     value,
                     "a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.'",
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character (at most 63 of them)",
                 )
             )
     return causes

@@ -3,12 +3,20 @@
 Controllers are level-triggered: each pass reads the whole state and writes only what
 differs, so a pass that finds nothing to do writes nothing and the loop comes to rest.
 Writes here are the system's own (`system=True`): no validation, statuses included.
+
+Each controller handles each object inside `Context.isolated`: an object it cannot handle
+(one that got into the store without the API's checks) is logged and recorded as a
+`FailedSync` Warning event on it, once per version of it, and the controller goes on with
+the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +34,8 @@ STORAGE_CLASSES: StoreKey = ("storage.k8s.io", "storageclasses")
 DEPLOYMENTS: StoreKey = ("apps", "deployments")
 REPLICASETS: StoreKey = ("apps", "replicasets")
 STATEFULSETS: StoreKey = ("apps", "statefulsets")
+
+log = logging.getLogger("kubesim.controllers")
 
 CONTROLLERS = (
     "namespaces",
@@ -56,6 +66,34 @@ class Context:
     cluster: ClusterSpec
     settings: ControllerSettings
     timers: list[float] = field(default_factory=list)
+    # (controller, uid) -> the resourceVersion it failed on, so each failure is told once
+    failures: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def isolated(self, controller: str, obj: dict[str, Any]) -> Iterator[None]:
+        """Run a controller's work on one object; if it fails, record it and go on."""
+        try:
+            yield
+        except Exception as exc:  # one bad object must not stop the others
+            self._failed(controller, obj, exc)
+
+    def _failed(self, controller: str, obj: dict[str, Any], exc: Exception) -> None:
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        key = (controller, str(meta.get("uid")))
+        version = str(meta.get("resourceVersion"))
+        if self.failures.get(key) == version:
+            return
+        if len(self.failures) >= 10_000:
+            self.failures.clear()
+        self.failures[key] = version
+        where = f"{obj.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"
+        log.warning("controller %s failed on %s: %s", controller, where, exc, exc_info=exc)
+        message = f"{controller} could not handle this object: {exc}"[:1024]
+        try:
+            self.event(obj, "FailedSync", message, warning=True, component=controller)
+        except Exception:
+            log.exception("controller %s could not record its failure on %s", controller, where)
 
     def wake_at(self, when: float) -> None:
         """Ask for another pass at monotonic time `when`."""

@@ -16,6 +16,7 @@ and is never ready; a pod on a NotReady node loses its readiness.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -39,14 +40,21 @@ def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
     return total
 
 
-def _add(used: defaultdict[str, Decimal], pod: dict[str, Any]) -> None:
-    """Count `pod` on a node: its requests, one pod, and its load as the scorer sees it."""
-    requests = pod_requests(pod)
+def _add(used: defaultdict[str, Decimal], requests: dict[str, Decimal]) -> None:
+    """Count a pod on a node: its requests, one pod, and its load as the scorer sees it."""
     for name, value in requests.items():
         used[name] += value
     used["pods"] += 1
     for name, default in SCORING_DEFAULTS.items():
         used[f"score:{name}"] += requests.get(name) or default
+
+
+def _allocatable(node: dict[str, Any]) -> dict[str, Decimal]:
+    """What a node offers; a quantity that does not parse fails the node, not the pass."""
+    found = ((node.get("status") or {}).get("allocatable")) or {}
+    offered = {name: quantity.parse(value) for name, value in found.items()}
+    offered.setdefault("pods", Decimal(110))
+    return offered
 
 
 def _fits_selector(pod: dict[str, Any], node: dict[str, Any]) -> bool:
@@ -77,60 +85,79 @@ def _tolerated(pod: dict[str, Any], node: dict[str, Any]) -> str | None:
 
 
 def scheduler(ctx: Context) -> None:
-    nodes = ctx.items(NODES)
+    nodes: list[dict[str, Any]] = []
+    offered: dict[str, dict[str, Decimal]] = {}
+    for node in ctx.items(NODES):
+        with ctx.isolated("scheduler", node):
+            offered[node["metadata"]["name"]] = _allocatable(node)
+            nodes.append(node)
     pods = ctx.items(PODS)
-    used: dict[str, defaultdict[str, Decimal]] = {
-        n["metadata"]["name"]: defaultdict(Decimal) for n in nodes
-    }
+    requests: dict[str, dict[str, Decimal]] = {}
     for pod in pods:
-        node = pod["spec"].get("nodeName")
-        if node in used and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            _add(used[node], pod)
+        with ctx.isolated("scheduler", pod):
+            requests[pod["metadata"]["uid"]] = pod_requests(pod)
+    room = _Room(nodes, offered, {name: defaultdict(Decimal) for name in offered})
     for pod in pods:
-        if pod["spec"].get("nodeName") or terminating(pod):
+        on = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        asked = requests.get(pod["metadata"].get("uid"))
+        if on in room.used and asked is not None and phase not in ("Succeeded", "Failed"):
+            _add(room.used[on], asked)
+    for pod in pods:
+        asked = requests.get(pod["metadata"].get("uid"))
+        if asked is None or pod["spec"].get("nodeName") or terminating(pod):
             continue
         if pod["spec"].get("schedulerName", "default-scheduler") != "default-scheduler":
             continue
-        chosen, reasons = _place(ctx, pod, nodes, used)
-        if chosen is None:
-            message = (
-                f"0/{len(nodes)} nodes are available: "
-                + ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-                + "."
-            )
-            status = dict(pod.get("status") or {})
-            status["phase"] = "Pending"
-            status["conditions"] = [
-                condition("PodScheduled", False, "Unschedulable", message, status.get("conditions"))
-            ]
-            if ctx.set_status(PODS, pod, status):
-                ctx.event(
-                    pod, "FailedScheduling", message, warning=True, component="default-scheduler"
-                )
-            continue
-        _add(used[chosen], pod)
-        pod["spec"]["nodeName"] = chosen
-        placed = ctx.update(PODS, pod)
-        ns = placed["metadata"]["namespace"]
-        ctx.event(
-            placed,
-            "Scheduled",
-            f"Successfully assigned {ns}/{placed['metadata']['name']} to {chosen}",
-            component="default-scheduler",
+        with ctx.isolated("scheduler", pod):
+            _schedule(ctx, pod, asked, room)
+
+
+@dataclass
+class _Room:
+    """The nodes a pass may use: what each offers and what its pods already take."""
+
+    nodes: list[dict[str, Any]]
+    offered: dict[str, dict[str, Decimal]]
+    used: dict[str, defaultdict[str, Decimal]]
+
+
+def _schedule(ctx: Context, pod: dict[str, Any], asked: dict[str, Decimal], room: _Room) -> None:
+    chosen, reasons = _place(ctx, pod, asked, room)
+    if chosen is None:
+        message = (
+            f"0/{len(room.nodes)} nodes are available: "
+            + ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+            + "."
         )
+        status = dict(pod.get("status") or {})
+        status["phase"] = "Pending"
+        status["conditions"] = [
+            condition("PodScheduled", False, "Unschedulable", message, status.get("conditions"))
+        ]
+        if ctx.set_status(PODS, pod, status):
+            ctx.event(pod, "FailedScheduling", message, warning=True, component="default-scheduler")
+        return
+    _add(room.used[chosen], asked)
+    pod["spec"]["nodeName"] = chosen
+    placed = ctx.update(PODS, pod)
+    ns = placed["metadata"]["namespace"]
+    ctx.event(
+        placed,
+        "Scheduled",
+        f"Successfully assigned {ns}/{placed['metadata']['name']} to {chosen}",
+        component="default-scheduler",
+    )
 
 
 def _place(
-    ctx: Context,
-    pod: dict[str, Any],
-    nodes: list[dict[str, Any]],
-    used: dict[str, defaultdict[str, Decimal]],
+    ctx: Context, pod: dict[str, Any], requests: dict[str, Decimal], room: _Room
 ) -> tuple[str | None, Counter[str]]:
-    requests = pod_requests(pod)
     reasons: Counter[str] = Counter()
     best: tuple[Decimal, str] | None = None
     claims_ok = _claims_bound(ctx, pod)
-    for node in nodes:
+    used = room.used
+    for node in room.nodes:
         name = node["metadata"]["name"]
         taint = _tolerated(pod, node)
         if taint is not None:
@@ -142,16 +169,13 @@ def _place(
         if not claims_ok:
             reasons["pod has unbound immediate PersistentVolumeClaims"] += 1
             continue
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        have = room.offered[name]
         short = False
         for resource, amount in requests.items():
-            if amount <= 0:
-                continue
-            have = quantity.parse(allocatable.get(resource, "0"))
-            if used[name][resource] + amount > have:
+            if amount > 0 and used[name][resource] + amount > have.get(resource, Decimal(0)):
                 reasons[f"Insufficient {resource}"] += 1
                 short = True
-        if used[name]["pods"] + 1 > int(allocatable.get("pods", "110")):
+        if used[name]["pods"] + 1 > have["pods"]:
             reasons["Too many pods"] += 1
             short = True
         if short:
@@ -159,7 +183,7 @@ def _place(
         load = sum(
             (
                 (used[name][f"score:{r}"] + (requests.get(r) or default))
-                / (quantity.parse(allocatable.get(r, "1")) or Decimal(1))
+                / (have.get(r) or Decimal(1))
                 for r, default in SCORING_DEFAULTS.items()
             ),
             Decimal(0),
@@ -192,12 +216,13 @@ class Kubelets:
         nodes = {n["metadata"]["name"]: n for n in ctx.items(NODES)}
         seen = set()
         for pod in ctx.items(PODS):
-            uid = pod["metadata"]["uid"]
+            uid = pod["metadata"].get("uid")
             seen.add(uid)
-            node_name = pod["spec"].get("nodeName")
+            node_name = (pod.get("spec") or {}).get("nodeName")
             if not node_name or terminating(pod) or node_name not in nodes:
                 continue
-            self._sync(ctx, pod, nodes[node_name])
+            with ctx.isolated("kubelet", pod):
+                self._sync(ctx, pod, nodes[node_name])
         for gone in set(self._scheduled) - seen:
             self._scheduled.pop(gone, None)
             self._crashes.pop(gone, None)
