@@ -7,9 +7,7 @@ compaction, bookmarks, selectors).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +16,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akservice.testing import eventually
 from kubesim.sim import KubeSim
 
 T = TypeVar("T")
@@ -50,14 +49,7 @@ async def api_error(call: Awaitable[Any]) -> tuple[int, dict[str, Any]]:
 async def wait_until(
     fetch: Callable[[], Awaitable[T]], done: Callable[[T], bool], timeout: float = 10.0
 ) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not reached within {timeout}s; last value: {value!r}")
-        await asyncio.sleep(0.02)
+    return await eventually(fetch, timeout, "the cluster to catch up", until=done)
 
 
 async def collect(

@@ -4,9 +4,7 @@ its finalizer and its status patches, all over the server command's HTTP API."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +13,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from akservice.testing import ServiceProcess, eventually_sync
 from kubesim.testing import KubeSimProcess
 
 T = TypeVar("T")
@@ -59,39 +58,18 @@ CRD = {
 }
 
 
-class Operator:
+class Operator(ServiceProcess):
     """The operator as users run it: `python -m kopf run` in a process of its own."""
 
     def __init__(self, kubeconfig: Path, log: Path) -> None:
-        self.log = log
-        with log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kopf",
-                    "run",
-                    "--standalone",
-                    "--all-namespaces",
-                    "--verbose",
-                    str(OPERATOR),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"},
-            )
+        command = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
+                   "--verbose", str(OPERATOR)]  # fmt: skip
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
+        super().__init__(command, log_path=log, ready=lambda: True, env=env, name="kopf")
+        self.start()
 
     def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        try:
-            return self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return -9
+        return "\n".join(self.log().splitlines()[-40:])
 
 
 @pytest.fixture
@@ -119,14 +97,17 @@ def operator(
 def wait_for(
     operator: Operator, fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 30
 ) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if operator.proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"not reached; last value: {value!r}\noperator log:\n{operator.tail()}")
-        time.sleep(0.1)
+    """`eventually_sync`, failing at once (with the operator's log) if the operator died."""
+
+    def alive_fetch() -> T:
+        if not operator.running():
+            pytest.fail(f"the operator exited; its log:\n{operator.tail()}")
+        return fetch()
+
+    try:
+        return eventually_sync(alive_fetch, timeout, "the operator's work", until=done)
+    except AssertionError as exc:
+        pytest.fail(f"{exc}\noperator log:\n{operator.tail()}")
 
 
 def test_kopf_operator_handles_create_update_delete(
@@ -201,7 +182,7 @@ def test_kopf_operator_handles_create_update_delete(
         return False
 
     wait_for(operator, absent, lambda gone: gone)
-    log = operator.log.read_text()
+    log = operator.log()
     handled = log.find("Handler 'delete_fn' succeeded")
     released = log.find("Removing the finalizer, thus allowing the actual deletion")
     assert 0 <= handled < released, operator.tail()  # held until the handler had run

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from akservice.testing import free_port
 from kubesim import tables
-from kubesim.testing import KubeSimProcess, free_port
+from kubesim.testing import KubeSimProcess
 
 EXAMPLE_NODES = Path(__file__).parents[1] / "examples" / "nodes.yaml"
 
@@ -173,11 +174,10 @@ def test_the_kubeconfig_loads_in_the_official_client(example_server: KubeSimProc
 
 
 def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
-    server = KubeSimProcess(tmp_path).start()
-    assert server.proc is not None
-    server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(10) == 0
-    log = server.log.read_text()
+    server = KubeSimProcess(tmp_path)
+    server.start()
+    assert server.stop(signal.SIGTERM) == 0
+    log = server.log()
     assert f"kubesim serving Kubernetes 1.32 at {server.url}" in log
     assert "kubesim stopped" in log
     assert "Traceback" not in log

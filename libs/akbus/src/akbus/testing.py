@@ -59,19 +59,42 @@ async def running(*subscribers: Subscriber) -> AsyncIterator[None]:
 
 
 async def eventually(
-    check: Callable[[], T | Awaitable[T]], timeout_s: float = 10.0, what: str = "condition"
+    check: Callable[[], T | Awaitable[T]],
+    timeout_s: float = 10.0,
+    what: str = "condition",
+    *,
+    until: Callable[[T], object] = bool,
 ) -> T:
-    """Wait until ``check()`` (sync or async) returns something true, and return it.
+    """Call ``check()`` (sync or async) until ``until(value)`` holds; that value.
 
-    Raises ``AssertionError`` naming ``what`` after ``timeout_s``.
+    By default until the value is true. Raises ``AssertionError`` naming ``what`` and the
+    last value after ``timeout_s``. :func:`eventually_sync` is the same outside a loop.
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        result = check()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return result
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if until(value):
+            return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout_s}s (last: {result!r})")
+            raise AssertionError(f"{what} not met within {timeout_s}s (last: {value!r})")
         await asyncio.sleep(0.01)
+
+
+def eventually_sync(
+    check: Callable[[], T],
+    timeout_s: float = 10.0,
+    what: str = "condition",
+    *,
+    until: Callable[[T], object] = bool,
+) -> T:
+    """:func:`eventually` for threads and synchronous clients."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout_s}s (last: {value!r})")
+        time.sleep(0.01)

@@ -7,8 +7,8 @@
 - :class:`ServiceProcess`: a real process with its output in a log file; ``start`` waits
   until ``ready()`` says so (or the process exits: the error carries its log's tail);
   ``stop`` sends a signal and waits; ``kill`` is SIGKILL; ``restart`` both.
-- :func:`free_port`, :func:`eventually` (also for synchronous checks via
-  :func:`eventually_sync`), :func:`http_ready`.
+- :func:`free_port`; :func:`eventually` and, for threads and synchronous clients,
+  :func:`eventually_sync` (both from :mod:`akbus.testing`); :func:`http_ready`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Self
 
 from akbus.embedded import free_port
-from akbus.testing import eventually
-
-T = TypeVar("T")
+from akbus.testing import eventually, eventually_sync
 
 __all__ = [
     "ServiceProcess",
@@ -38,19 +36,6 @@ __all__ = [
     "http_ready",
     "http_status",
 ]
-
-
-def eventually_sync(check: Callable[[], T], timeout_s: float = 10.0, what: str = "condition") -> T:
-    """Call ``check()`` until it returns something true; that value. For threads and
-    synchronous clients; :func:`eventually` is the same for the event loop."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout_s}s (last: {value!r})")
-        time.sleep(0.01)
 
 
 def http_status(url: str, timeout_s: float = 2.0) -> tuple[int, object]:

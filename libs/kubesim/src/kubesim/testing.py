@@ -6,6 +6,8 @@
 - `KubeSimProcess`: `python -m kubesim serve` as a child process on a free port, with its
   fault switches reached over HTTP (the `kubesim_process` fixture);
 - `wait_until`: poll a client call until the simulated cluster has caught up.
+
+The process harness, `free_port` and the waiting come from the shared kit (`akservice.testing`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from akservice.testing import ServiceProcess, eventually_sync, free_port, http_ready
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import ControllerSettings
 from kubesim.faults import Faults
@@ -102,45 +102,21 @@ class ThreadedKubeSim:
 
 
 def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
-    """Poll `fetch` until `done` holds for its result; fails with the last value seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not reached within {timeout}s; last value: {value!r}")
-        time.sleep(0.02)
+    """Poll `fetch` until `done` holds for its result (the kit's `eventually_sync`)."""
+    return eventually_sync(fetch, timeout, "the cluster to catch up", until=done)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class KubeSimProcess:
-    """`python -m kubesim serve` as a child process."""
+class KubeSimProcess(ServiceProcess):
+    """`python -m kubesim serve` as a child process, on a free port."""
 
     def __init__(self, workdir: Path, nodes: ClusterSpec | None = None, *extra: str) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.kubeconfig = workdir / "kubeconfig"
-        self.log = workdir / "kubesim.log"
-        self.args = [
-            sys.executable,
-            "-m",
-            "kubesim",
-            "serve",
-            "--port",
-            str(self.port),
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--pod-start-delay",
-            "0.05",
-            *extra,
-        ]
+        args = [
+            sys.executable, "-m", "kubesim", "serve", "--port", str(self.port),
+            "--kubeconfig", str(self.kubeconfig), "--pod-start-delay", "0.05", *extra,
+        ]  # fmt: skip
         if nodes is not None:
             nodes_file = workdir / "nodes.yaml"
             data = {
@@ -150,51 +126,19 @@ class KubeSimProcess:
                 ]
             }
             nodes_file.write_text(yaml.safe_dump(data))
-            self.args += ["--nodes", str(nodes_file)]
-        self.proc: subprocess.Popen[bytes] | None = None
+            args += ["--nodes", str(nodes_file)]
+        ready = http_ready(f"{self.url}/readyz")
+        super().__init__(
+            args,
+            log_path=workdir / "kubesim.log",
+            ready=lambda: ready() and self.kubeconfig.exists(),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            name="kubesim",
+        )
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30) -> KubeSimProcess:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(  # noqa: S603 - our own command line
-                self.args,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"kubesim exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}"
-                )
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{self.url}/readyz", timeout=1) as reply,  # noqa: S310
-            ):
-                if reply.status == 200 and self.kubeconfig.exists():
-                    return self
-            time.sleep(0.05)
-        raise TimeoutError(f"kubesim did not start within {timeout}s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def __enter__(self) -> KubeSimProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def faults(self, **switches: Any) -> None:
         """Set fault switches over HTTP: `faults(unavailable={"seconds": 2})` (see Faults.apply)."""
