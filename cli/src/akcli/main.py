@@ -26,10 +26,10 @@ The provider services are not built yet. What exists today:
   akash-provider sdl validate FILE...   check SDL files (every problem, with its YAML path)
   akash-provider sdl manifest FILE      the manifest JSON a tenant sends, and its version hash
   akash-provider sdl groups FILE        the deployment groups an order asks for, with prices
-  akash-provider bus dlq list STREAM    dead letters on the Redis bus ($REDIS_URL)
+  akash-provider bus dlq list STREAM    dead letters on the bus ($REDIS_URL, else embedded)
   akash-provider bus dlq replay STREAM  put them back on their stream
   python -m akdevnet start              the local chain; `python -m akdevnet tenant ...` tenants
-  python -m akchainsvc                  the chain relay (REDIS_URL, AP_NODE, AP_API, AP_KEY_FILE)
+  python -m akchainsvc                  the chain relay (`--help` lists its settings)
   python -m kubesim serve               a simulated Kubernetes cluster (`--kubeconfig OUT`)
 
 The services (bid engine, cluster, manifest, balance, gateway) follow; `akash-provider run`
