@@ -20,7 +20,7 @@ def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert re.fullmatch(r"ratio akbus/raw=\d+\.\d\d akbus/faststream=\d+\.\d\d", lines[-1])
+    assert re.fullmatch(r"ratio akbus/raw_batched=\d+\.\d\d akbus/faststream=\d+\.\d\d", lines[-1])
     systems = {line.split("  ")[0].strip() for line in lines[2:-1]}
     assert systems == {"raw loop", "raw batched", "akbus", "FastStream"}
     assert sum(1 for line in lines if line.startswith("akbus ")) == 2  # 1 and 4 consumers

@@ -96,6 +96,15 @@ async def test_publish_many_keeps_order(bus: Bus) -> None:
     ]
 
 
+async def test_xadd_many_keeps_each_entrys_own_fields(bus: Bus) -> None:
+    items = [{"a": "1"}, {"a": "2"}, {"a": "3", "b": "x"}, {"b": "y", "a": "4"}, {"a": "5"}]
+    ids = await bus.backend.xadd_many(S, items)
+    assert [(e.id, e.fields) for e in await bus.backend.entries(S)] == list(
+        zip(ids, items, strict=True)
+    )
+    assert await bus.backend.xadd_many(S, []) == []
+
+
 # -- consuming ------------------------------------------------------------------------------
 
 
@@ -397,6 +406,58 @@ async def test_a_restarted_consumer_resumes_its_own_pending_entries(bus: Bus) ->
 
     async with running(sub):
         await eventually(lambda: sorted(seen) == [1, 2, 3], timeout_s=3)
+
+
+async def test_idle_consumers_without_pending_entries_can_be_deleted(bus: Bus) -> None:
+    await bus.backend.create_group(S, "g")
+    await bus.publish_many(S, [created(n) for n in range(1, 4)])
+    for name in ("done", "holding", "me"):
+        await bus.backend.read_group(S, "g", name, count=1, block_ms=None)
+    await bus.backend.ack(
+        S, "g", [p.id for p in await bus.backend.pending(S, "g") if p.consumer != "holding"]
+    )
+    assert await bus.backend.delete_idle_consumers(S, "g", idle_ms=3_600_000, keep="me") == []
+    assert await bus.backend.delete_idle_consumers(S, "g", idle_ms=0, keep="me") == ["done"]
+    consumers = {c.name: c.pending for c in await bus.backend.consumers(S, "g")}
+    assert consumers == {"holding": 1, "me": 0}
+    assert await bus.backend.delete_idle_consumers(S, "nogroup", idle_ms=0, keep="me") == []
+
+
+async def test_dead_consumers_leave_the_group_once_they_hold_nothing(bus: Bus) -> None:
+    await bus.backend.create_group(S, "g")
+    await bus.publish_many(S, [created(n) for n in range(1, 4)])
+    # "holding" died with an entry pending; then "gone" read and acknowledged, and went away
+    await bus.backend.read_group(S, "g", "holding", count=1, block_ms=None)
+    gone = await bus.backend.read_group(S, "g", "gone", count=1, block_ms=None)
+    await bus.backend.ack(S, "g", [e.id for e in gone])
+    seen: list[int] = []
+
+    async def handle(msg: Message[OrderCreated]) -> None:
+        seen.append(msg.payload.order_id.dseq)
+
+    async def consumers() -> dict[str, int]:
+        return {c.name: c.pending for c in await bus.backend.consumers(S, "g")}
+
+    # no claiming yet: "holding" (idle longer than "gone") keeps its pending entry and stays
+    quick_sweeps = FAST_SETTINGS.model_copy(update={"consumer_idle_delete_s": 0.3})
+    sub = bus.subscriber(S, group="g", consumer="alive", settings=quick_sweeps)
+    sub.add(OrderCreated, handle)
+    async with running(sub):
+        await eventually(lambda: seen == [3])
+        await eventually(lambda: _has_consumers(bus, {"alive", "holding"}))
+    assert await consumers() == {"alive": 0, "holding": 1}
+
+    # once its entry is claimed, "holding" holds nothing and goes too; "alive" stays
+    claiming = quick_sweeps.model_copy(update={"claim_idle_s": 0.4})
+    sub = bus.subscriber(S, group="g", consumer="alive", settings=claiming)
+    sub.add(OrderCreated, handle)
+    async with running(sub):
+        await eventually(lambda: seen == [3, 1])
+        await eventually(lambda: _has_consumers(bus, {"alive"}))
+
+
+async def _has_consumers(bus: Bus, names: set[str], group: str = "g") -> bool:
+    return {c.name for c in await bus.backend.consumers(S, group)} == names
 
 
 # -- applying effects once ----------------------------------------------------------------

@@ -41,6 +41,15 @@ class GroupInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """One consumer of a group."""
+
+    name: str
+    pending: int  # entries delivered to it and not acknowledged
+    idle_ms: int  # since it last read or claimed
+
+
+@dataclass(frozen=True, slots=True)
 class PendingSummary:
     count: int
     min_id: str | None
@@ -90,7 +99,14 @@ class Backend(Protocol):
         count: int,
         block_ms: int | None,
         own_pending: bool = False,
-    ) -> list[StreamEntry]: ...
+        ack: Sequence[str] = (),
+    ) -> list[StreamEntry]:
+        """New entries for ``consumer`` (its own pending ones with ``own_pending``).
+
+        ``ack`` names entries to acknowledge first, in the same round trip.
+        """
+        ...
+
     async def ack(self, stream: str, group: str, ids: Sequence[str]) -> int: ...
     async def pending(
         self,
@@ -110,6 +126,16 @@ class Backend(Protocol):
         self, stream: str, group: str, consumer: str, ids: Sequence[str], *, justid: bool = False
     ) -> list[str]: ...
     async def groups(self, stream: str) -> list[GroupInfo]: ...
+    async def consumers(self, stream: str, group: str) -> list[ConsumerInfo]: ...
+    async def delete_idle_consumers(
+        self, stream: str, group: str, *, idle_ms: int, keep: str
+    ) -> list[str]:
+        """Delete consumers idle ``idle_ms`` or more with nothing pending (never ``keep``).
+
+        Checking and deleting are one atomic step; returns the names deleted.
+        """
+        ...
+
     async def entries(
         self,
         stream: str,

@@ -145,15 +145,14 @@ class Bus:
         return entry_id
 
     async def publish_many(self, stream: str, payloads: Sequence[Payload]) -> list[str]:
-        """Append several payloads in one round trip (pipelined), in order."""
-        envelopes = [self.envelope(p, stream=stream) for p in payloads]
-        fields = [e.to_fields() for e in envelopes]
+        """Append several payloads in one round trip, in order."""
+        fields = [self.envelope(p, stream=stream).to_fields() for p in payloads]
         ids = await until_reachable(
             "publish",
             lambda: self.backend.xadd_many(stream, fields),
             give_up_after_s=self.publish_timeout_s,
         )
-        for tag, count in Counter(e.type for e in envelopes).items():
+        for tag, count in Counter(f["type"] for f in fields).items():
             metrics.PUBLISHED.labels(stream, tag).inc(count)
         return ids
 

@@ -2,7 +2,8 @@
 
 It keeps what the bus relies on: entry IDs that only grow, consumer groups that start at
 the beginning of their stream, a pending list per group with owners, idle times and
-delivery counts, claiming, blocking reads, atomic transactions and keys that expire. It is
+delivery counts, consumers and when they last read or claimed, claiming, blocking reads,
+atomic transactions and keys that expire (those live in :mod:`akbus.memory_state`). It is
 one process's memory: nothing survives a restart.
 """
 
@@ -10,11 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from akbus.backend import Fields, GroupInfo, PendingEntry, PendingSummary, StreamEntry, TxBody
+from akbus.backend import (
+    ConsumerInfo,
+    Fields,
+    GroupInfo,
+    PendingEntry,
+    PendingSummary,
+    StreamEntry,
+    TxBody,
+)
+from akbus.memory_state import MemoryTx, Store, ZSet
 
 
 def _key(entry_id: str) -> tuple[int, int]:
@@ -47,7 +56,7 @@ class _Pending:
 class _Group:
     last_delivered: tuple[int, int] = (0, 0)
     pending: dict[str, _Pending] = field(default_factory=dict)
-    consumers: set[str] = field(default_factory=set)
+    consumers: dict[str, int] = field(default_factory=dict)  # name -> last read or claim (ms)
 
 
 @dataclass
@@ -79,115 +88,6 @@ class _Stream:
                 waiter.set_result(None)
 
 
-class _Store:
-    """Plain keys: strings, hashes, sets and sorted sets, with expiry."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.expires: dict[str, float] = {}
-
-    def alive(self, key: str) -> Any:
-        deadline = self.expires.get(key)
-        if deadline is not None and deadline <= time.monotonic():
-            self.values.pop(key, None)
-            self.expires.pop(key, None)
-        return self.values.get(key)
-
-    def of(self, key: str, kind: type) -> Any:
-        value = self.alive(key)
-        if value is None:
-            value = self.values[key] = kind()
-        elif not isinstance(value, kind):
-            raise TypeError(f"WRONGTYPE {key} holds {type(value).__name__}, not {kind.__name__}")
-        return value
-
-
-class MemoryTx:
-    """Reads see the store now; writes are applied together at commit."""
-
-    def __init__(self, backend: MemoryBackend) -> None:
-        self._b = backend
-        self.queued: list[Callable[[], object]] = []
-
-    async def get(self, key: str) -> str | None:
-        value = self._b._store.alive(key)
-        return value if isinstance(value, str) else None
-
-    async def hget(self, key: str, field: str) -> str | None:
-        value = self._b._store.alive(key)
-        return value.get(field) if isinstance(value, dict) else None
-
-    async def hgetall(self, key: str) -> dict[str, str]:
-        return await self._b.hgetall(key)
-
-    async def smembers(self, key: str) -> set[str]:
-        return await self._b.smembers(key)
-
-    async def exists(self, key: str) -> bool:
-        return self._b._store.alive(key) is not None or self._b._live(key) is not None
-
-    def set(self, key: str, value: str, *, ex: int | None = None) -> None:
-        self.queued.append(lambda: self._b._set(key, value, ex))
-
-    def delete(self, *keys: str) -> None:
-        self.queued.append(lambda: self._b._delete(*keys))
-
-    def hset(self, key: str, mapping: Mapping[str, str]) -> None:
-        values = dict(mapping)
-        self.queued.append(lambda: self._b._store.of(key, dict).update(values))
-
-    def hdel(self, key: str, *fields: str) -> None:
-        def run() -> None:
-            target = self._b._store.of(key, dict)
-            for name in fields:
-                target.pop(name, None)
-
-        self.queued.append(run)
-
-    def hincrby(self, key: str, field: str, amount: int = 1) -> None:
-        def run() -> None:
-            target = self._b._store.of(key, dict)
-            target[field] = str(int(target.get(field, "0")) + amount)
-
-        self.queued.append(run)
-
-    def incrby(self, key: str, amount: int = 1) -> None:
-        def run() -> None:
-            current = self._b._store.alive(key)
-            self._b._store.values[key] = str(int(current or "0") + amount)
-
-        self.queued.append(run)
-
-    def sadd(self, key: str, *members: str) -> None:
-        self.queued.append(lambda: self._b._store.of(key, set).update(members))
-
-    def srem(self, key: str, *members: str) -> None:
-        self.queued.append(lambda: self._b._store.of(key, set).difference_update(members))
-
-    def zadd(self, key: str, mapping: Mapping[str, float]) -> None:
-        values = dict(mapping)
-        self.queued.append(lambda: self._b._store.of(key, _ZSet).update(values))
-
-    def zrem(self, key: str, *members: str) -> None:
-        def run() -> None:
-            target = self._b._store.of(key, _ZSet)
-            for member in members:
-                target.pop(member, None)
-
-        self.queued.append(run)
-
-    def expire(self, key: str, seconds: int) -> None:
-        self.queued.append(lambda: self._b._expire(key, seconds))
-
-    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
-        values = dict(fields)
-        self.queued.append(lambda: self._b._xadd(stream, values, maxlen))
-
-
-class _ZSet(dict[str, float]):
-    """A sorted set: member → score."""
-
-
 class MemoryBackend:
     """:class:`akbus.backend.Backend` in this process's memory."""
 
@@ -195,7 +95,7 @@ class MemoryBackend:
 
     def __init__(self) -> None:
         self._streams: dict[str, _Stream] = {}
-        self._store = _Store()
+        self._store = Store()
         self._lock = asyncio.Lock()
         self.closed = False
 
@@ -269,13 +169,16 @@ class MemoryBackend:
         count: int,
         block_ms: int | None,
         own_pending: bool = False,
+        ack: Sequence[str] = (),
     ) -> list[StreamEntry]:
         target = self._stream(stream)
         state = target.groups.get(group)
         if state is None:
             await self.create_group(stream, group)
             return []
-        state.consumers.add(consumer)
+        for entry_id in ack:
+            state.pending.pop(entry_id, None)
+        state.consumers[consumer] = _now_ms()
         if own_pending:
             mine = sorted((i for i, p in state.pending.items() if p.consumer == consumer), key=_key)
             return [
@@ -329,7 +232,7 @@ class MemoryBackend:
         state = target.groups.get(group)
         if state is None:
             return [], []
-        now = _now_ms()
+        now = state.consumers[consumer] = _now_ms()
         claimed: list[StreamEntry] = []
         deleted: list[str] = []
         for entry_id in sorted(state.pending, key=_key):
@@ -353,6 +256,7 @@ class MemoryBackend:
         state = target.groups.get(group)
         if state is None:
             return []
+        state.consumers[consumer] = _now_ms()
         claimed = []
         for entry_id in ids:
             info = state.pending.get(entry_id)
@@ -380,6 +284,33 @@ class MemoryBackend:
             )
             for name, g in target.groups.items()
         ]
+
+    async def consumers(self, stream: str, group: str) -> list[ConsumerInfo]:
+        target = self._live(stream)
+        state = target.groups.get(group) if target is not None else None
+        if state is None:
+            return []
+        now = _now_ms()
+        return [
+            ConsumerInfo(
+                name=name,
+                pending=sum(1 for p in state.pending.values() if p.consumer == name),
+                idle_ms=now - seen,
+            )
+            for name, seen in state.consumers.items()
+        ]
+
+    async def delete_idle_consumers(
+        self, stream: str, group: str, *, idle_ms: int, keep: str
+    ) -> list[str]:
+        removed = [
+            c.name
+            for c in await self.consumers(stream, group)
+            if c.name != keep and c.pending == 0 and c.idle_ms >= idle_ms
+        ]
+        for name in removed:
+            del self._streams[stream].groups[group].consumers[name]
+        return removed
 
     async def entries(
         self,
@@ -476,7 +407,7 @@ class MemoryBackend:
 
     async def hgetall(self, key: str) -> dict[str, str]:
         value = self._store.alive(key)
-        return dict(value) if isinstance(value, dict) and not isinstance(value, _ZSet) else {}
+        return dict(value) if isinstance(value, dict) and not isinstance(value, ZSet) else {}
 
     async def smembers(self, key: str) -> set[str]:
         value = self._store.alive(key)
@@ -484,7 +415,7 @@ class MemoryBackend:
 
     async def zrangebyscore(self, key: str, low: float, high: float) -> list[tuple[str, float]]:
         value = self._store.alive(key)
-        if not isinstance(value, _ZSet):
+        if not isinstance(value, ZSet):
             return []
         return sorted(
             ((m, s) for m, s in value.items() if low <= s <= high), key=lambda kv: (kv[1], kv[0])

@@ -18,6 +18,11 @@ DEAD_LETTERED = Counter(
     "akbus_dead_lettered", "Entries moved to a dead-letter stream", ["stream", "group"]
 )
 CLAIMED = Counter("akbus_claimed", "Entries taken over from idle consumers", ["stream", "group"])
+CONSUMERS_REMOVED = Counter(
+    "akbus_consumers_removed",
+    "Consumers deleted from a group after a long idle time with nothing pending",
+    ["stream", "group"],
+)
 PENDING = Gauge("akbus_pending", "Entries delivered and not acknowledged", ["stream", "group"])
 LAG = Gauge("akbus_lag", "Entries not yet delivered to the group", ["stream", "group"])
 HANDLE_SECONDS = Histogram(

@@ -3,6 +3,11 @@
 Every Redis failure that means "not reachable right now" (connection refused or dropped,
 timeouts, the server loading its AOF, a replica during failover) becomes
 :class:`~akbus.errors.ConnectionLost`, which callers retry with backoff.
+
+Two operations run as Lua scripts, each one command and atomic: ``xadd_many`` (a batch of
+entries in one command and one reply, far cheaper for the client than a pipeline of XADDs)
+and ``delete_idle_consumers`` (the "no pending entries" check and the deletion together).
+``read_group`` sends the acknowledgements it is given and its XREADGROUP in one pipeline.
 """
 
 from __future__ import annotations
@@ -11,18 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-from hiredis import pack_command as hiredis_pack
 from redis import exceptions as rexc
-from redis.asyncio.connection import (
-    AbstractConnection,
-    BlockingConnectionPool,
-    Connection,
-    SSLConnection,
-    UnixDomainSocketConnection,
-)
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
 from akbus.backend import (
+    ConsumerInfo,
     Fields,
     GroupInfo,
     PendingEntry,
@@ -32,7 +29,9 @@ from akbus.backend import (
 )
 from akbus.embedded import shared_server
 from akbus.errors import ConnectionLost
-from akbus.settings import RedisSettings, parse_sentinel, redact
+from akbus.redis_connection import connect
+from akbus.redis_tx import RedisTx
+from akbus.settings import RedisSettings, redact
 
 _UNREACHABLE = (
     rexc.ConnectionError,
@@ -43,178 +42,63 @@ _UNREACHABLE = (
 )
 
 
-class _HiredisPacking:
-    """Pack commands with hiredis (C) instead of redis-py's Python packer.
+# ARGV: blocks of entries that have the same field names, each block: n (how many fields),
+# the n names, m (how many entries), then m × n values. Names go once per block, not once
+# per entry: half the strings to pack, send and convert.
+_XADD_MANY = """
+local ids, i = {}, 1
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  local args = {}
+  for j = 1, n do args[2 * j - 1] = ARGV[i + j] end
+  local m = tonumber(ARGV[i + n + 1])
+  i = i + n + 2
+  for _ = 1, m do
+    for j = 1, n do args[2 * j] = ARGV[i + j - 1] end
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', unpack(args))
+    i = i + n
+  end
+end
+return ids
+"""
+_XADD_MANY_CHUNK = 1000  # entries per script call: keeps each call short for the server
 
-    redis-py's asyncio connections always pack in Python, which costs ~8x more than
-    hiredis for the eight-field entries the bus writes.
-    """
-
-    def pack_command(self, *args: Any) -> list[bytes]:
-        if isinstance(args[0], str) and " " in args[0]:
-            args = (*args[0].split(), *args[1:])
-        try:
-            packed: bytes = hiredis_pack(args)
-        except UnicodeEncodeError:  # text read from undecodable bytes: write those bytes back
-            packed = hiredis_pack(tuple(_raw(arg) for arg in args))
-        return [packed]
-
-
-def _raw(arg: Any) -> Any:
-    return arg.encode("utf-8", "surrogateescape") if isinstance(arg, str) else arg
-
-
-class _FastConnection(_HiredisPacking, Connection):
-    pass
-
-
-class _FastUnixConnection(_HiredisPacking, UnixDomainSocketConnection):
-    pass
-
-
-class _FastSSLConnection(_HiredisPacking, SSLConnection):
-    pass
-
-
-class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
-    """The sentinel's master pool, waiting for a free connection like the plain one."""
-
-
-def _fast_class(url: str) -> type[AbstractConnection]:
-    if url.startswith("unix://"):
-        return _FastUnixConnection
-    return _FastSSLConnection if url.startswith("rediss://") else _FastConnection
+# KEYS[1] stream; ARGV group, the consumer to keep, minimum idle ms.
+_DELETE_IDLE_CONSUMERS = """
+local removed = {}
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local c = {}
+  for i = 1, #info, 2 do c[info[i]] = info[i + 1] end
+  if c['name'] ~= ARGV[2] and c['pending'] == 0 and c['idle'] >= tonumber(ARGV[3]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], c['name'])
+    removed[#removed + 1] = c['name']
+  end
+end
+return removed
+"""
 
 
-def connect(settings: RedisSettings) -> tuple[aioredis.Redis, list[aioredis.Redis]]:
-    """A client for ``settings.url`` (connecting on first use), and any helper clients.
-
-    For Sentinel the helpers are the connections to the sentinels, closed with the client.
-    """
-    password = settings.password.get_secret_value() if settings.password else None
-    common: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_timeout": settings.socket_timeout_s,
-        "socket_connect_timeout": settings.connect_timeout_s,
-        "health_check_interval": 30,
-        # An entry holding bytes that are not UTF-8 must reach the dead-letter stream, not
-        # crash the reader: such bytes decode to lone surrogates (and encode back unchanged);
-        # aktypes refuses them as an unreadable entry.
-        "encoding_errors": "surrogateescape",
-    }
-    if settings.is_sentinel:
-        target = parse_sentinel(settings.url)
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
-            target.hosts,
-            sentinel_kwargs={"password": target.password, **common},
-            password=password or target.password,
-            db=target.db,
-            **common,
-        )
-        client: aioredis.Redis = sentinel.master_for(
-            target.service,
-            connection_pool_class=_BlockingSentinelPool,
-            max_connections=settings.max_connections,
-            timeout=None,
-        )
-        return client, list(sentinel.sentinels)
-    kwargs = dict(common, max_connections=settings.max_connections)
-    if password:
-        kwargs["password"] = password
-    # A blocking pool: more concurrent commands than connections wait their turn instead of
-    # failing with "Too many connections" (which would read as Redis being unreachable).
-    pool = BlockingConnectionPool.from_url(settings.url, timeout=None, **kwargs)
-    # from_url picks the connection class from the scheme; swap in the hiredis-packing one
-    pool.connection_class = _fast_class(settings.url)
-    return aioredis.Redis.from_pool(pool), []
+def _blocks(items: Sequence[Mapping[str, str]]) -> list[Any]:
+    """The arguments of ``_XADD_MANY``: consecutive entries with the same names share a block."""
+    args: list[Any] = []
+    names: tuple[str, ...] = ()
+    count_at = -1
+    for fields in items:
+        keys = tuple(fields)
+        if keys != names or count_at < 0:
+            names = keys
+            args.append(len(keys))
+            args.extend(keys)
+            count_at = len(args)
+            args.append(0)
+        args[count_at] += 1
+        args.extend(fields.values())
+    return args
 
 
 def _entries(raw: Any) -> list[StreamEntry]:
-    return [
-        StreamEntry(entry_id, dict(fields)) for entry_id, fields in raw or () if fields is not None
-    ]
-
-
-class RedisTx:
-    """Reads WATCH their key and run now; writes are queued for MULTI/EXEC.
-
-    Watching every key a body reads makes the transaction optimistic: if another client
-    changes one of them before EXEC, EXEC fails and the body runs again on fresh values,
-    so a read-modify-write body behaves as if it ran alone.
-    """
-
-    def __init__(self, pipe: Any) -> None:
-        self._pipe = pipe
-        self._watched: set[str] = set()
-        self.queued: list[Callable[[Any], Any]] = []
-
-    async def _watch(self, key: str) -> None:
-        if key not in self._watched:
-            self._watched.add(key)
-            await self._pipe.watch(key)
-
-    async def get(self, key: str) -> str | None:
-        await self._watch(key)
-        value: str | None = await self._pipe.get(key)
-        return value
-
-    async def hget(self, key: str, field: str) -> str | None:
-        await self._watch(key)
-        value: str | None = await self._pipe.hget(key, field)
-        return value
-
-    async def hgetall(self, key: str) -> dict[str, str]:
-        await self._watch(key)
-        return dict(await self._pipe.hgetall(key))
-
-    async def smembers(self, key: str) -> set[str]:
-        await self._watch(key)
-        return set(await self._pipe.smembers(key))
-
-    async def exists(self, key: str) -> bool:
-        await self._watch(key)
-        return bool(await self._pipe.exists(key))
-
-    def set(self, key: str, value: str, *, ex: int | None = None) -> None:
-        self.queued.append(lambda p: p.set(key, value, ex=ex))
-
-    def delete(self, *keys: str) -> None:
-        self.queued.append(lambda p: p.delete(*keys))
-
-    def hset(self, key: str, mapping: Mapping[str, str]) -> None:
-        values = dict(mapping)
-        self.queued.append(lambda p: p.hset(key, mapping=values))
-
-    def hdel(self, key: str, *fields: str) -> None:
-        self.queued.append(lambda p: p.hdel(key, *fields))
-
-    def hincrby(self, key: str, field: str, amount: int = 1) -> None:
-        self.queued.append(lambda p: p.hincrby(key, field, amount))
-
-    def incrby(self, key: str, amount: int = 1) -> None:
-        self.queued.append(lambda p: p.incrby(key, amount))
-
-    def sadd(self, key: str, *members: str) -> None:
-        self.queued.append(lambda p: p.sadd(key, *members))
-
-    def srem(self, key: str, *members: str) -> None:
-        self.queued.append(lambda p: p.srem(key, *members))
-
-    def zadd(self, key: str, mapping: Mapping[str, float]) -> None:
-        values = dict(mapping)
-        self.queued.append(lambda p: p.zadd(key, values))
-
-    def zrem(self, key: str, *members: str) -> None:
-        self.queued.append(lambda p: p.zrem(key, *members))
-
-    def expire(self, key: str, seconds: int) -> None:
-        self.queued.append(lambda p: p.expire(key, seconds))
-
-    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
-        values: dict[Any, Any] = dict(fields)
-        self.queued.append(
-            lambda p: p.xadd(stream, values, maxlen=maxlen, approximate=maxlen is not None)
-        )
+    """Entries as redis-py parsed them (each with a dict of its own); deleted ones skipped."""
+    return [StreamEntry(entry_id, fields) for entry_id, fields in raw or () if fields is not None]
 
 
 class RedisBackend:
@@ -230,6 +114,8 @@ class RedisBackend:
         self._r = client
         self._helpers = helpers or []
         self.description = description
+        self._xadd_many = client.register_script(_XADD_MANY)
+        self._delete_idle_consumers = client.register_script(_DELETE_IDLE_CONSUMERS)
 
     @classmethod
     def from_settings(cls, settings: RedisSettings) -> RedisBackend:
@@ -267,16 +153,11 @@ class RedisBackend:
         return entry_id
 
     async def xadd_many(self, stream: str, items: Sequence[Mapping[str, str]]) -> list[str]:
-        async def run() -> list[str]:
-            async with self._r.pipeline(transaction=False) as pipe:
-                for fields in items:
-                    values: dict[Any, Any] = dict(fields)
-                    pipe.xadd(stream, values)
-                result: list[str] = await pipe.execute()
-                return result
-
-        result: list[str] = await self._call(run)
-        return result
+        ids: list[str] = []
+        for start in range(0, len(items), _XADD_MANY_CHUNK):
+            args = _blocks(items[start : start + _XADD_MANY_CHUNK])
+            ids.extend(await self._call(self._xadd_many, keys=[stream], args=args))
+        return ids
 
     async def create_group(self, stream: str, group: str) -> bool:
         try:
@@ -296,17 +177,24 @@ class RedisBackend:
         count: int,
         block_ms: int | None,
         own_pending: bool = False,
+        ack: Sequence[str] = (),
     ) -> list[StreamEntry]:
         start = "0" if own_pending else ">"
+        block = None if own_pending else block_ms
+
+        async def ack_and_read() -> Any:
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.xack(stream, group, *ack)
+                pipe.xreadgroup(group, consumer, {stream: start}, count=count, block=block)
+                return (await pipe.execute())[1]
+
         try:
-            raw = await self._call(
-                self._r.xreadgroup,
-                group,
-                consumer,
-                {stream: start},
-                count=count,
-                block=None if own_pending else block_ms,
-            )
+            if ack:
+                raw = await self._call(ack_and_read)
+            else:
+                raw = await self._call(
+                    self._r.xreadgroup, group, consumer, {stream: start}, count=count, block=block
+                )
         except rexc.ResponseError as exc:
             if "NOGROUP" in str(exc):
                 await self.create_group(stream, group)
@@ -389,6 +277,31 @@ class RedisBackend:
             )
             for g in raw
         ]
+
+    async def consumers(self, stream: str, group: str) -> list[ConsumerInfo]:
+        try:
+            raw = await self._call(self._r.xinfo_consumers, stream, group)
+        except rexc.ResponseError as exc:
+            if "NOGROUP" in str(exc) or "no such key" in str(exc):
+                return []
+            raise
+        return [
+            ConsumerInfo(name=c["name"], pending=int(c["pending"]), idle_ms=int(c["idle"]))
+            for c in raw
+        ]
+
+    async def delete_idle_consumers(
+        self, stream: str, group: str, *, idle_ms: int, keep: str
+    ) -> list[str]:
+        try:
+            removed = await self._call(
+                self._delete_idle_consumers, keys=[stream], args=[group, keep, idle_ms]
+            )
+        except rexc.ResponseError as exc:
+            if "NOGROUP" in str(exc) or "no such key" in str(exc):
+                return []
+            raise
+        return [str(name) for name in removed]
 
     async def entries(
         self,

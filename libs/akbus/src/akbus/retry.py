@@ -33,7 +33,12 @@ async def until_reachable(
 
     Waits grow exponentially (50 ms up to 2 s, with jitter). Gives up, re-raising
     :class:`ConnectionLost`, after ``give_up_after_s`` or as soon as ``keep_going()`` is false.
+    The first attempt runs directly; the retry machinery is only set up once it failed.
     """
+    try:
+        return await operation()
+    except ConnectionLost as exc:
+        first_failure: ConnectionLost | None = exc
 
     def stop(state: RetryCallState) -> bool:
         if not keep_going():
@@ -56,6 +61,10 @@ async def until_reachable(
     )
 
     async def attempt() -> T:
+        nonlocal first_failure
+        if first_failure is not None:  # the attempt made above counts as the first one
+            failure, first_failure = first_failure, None
+            raise failure
         return await operation()
 
     result: T = await retrying(attempt)

@@ -119,6 +119,11 @@ class BusSettings(BaseSettings):
     claim_idle_s: float = Field(
         default=30.0, gt=0, description="idle time after which a consumer is dead"
     )
+    consumer_idle_delete_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="delete consumers of the group idle this long that hold no pending entries",
+    )
     ack_interval_s: float = Field(
         default=0.005, gt=0, description="how long acks may wait to be batched"
     )

@@ -14,6 +14,16 @@ registered for its payload type and acknowledged after that handler returns.
 - ``stop()`` stops reading, lets in-flight handlers finish within ``drain_timeout_s`` and
   leaves whatever did not finish pending for the next consumer.
 - With a ``partition_key``, entries with the same key are handled one at a time, in order.
+
+Entries start in the order they were read, each as soon as it can: one task (the runner)
+handles queued entries one after another until a handler waits (on Redis, a sleep,
+anything); then a new runner takes over the queue while the old one finishes that handler.
+Quick handlers cost no task each, and a slow one never holds up the entries behind it. At
+most ``concurrency`` handlers are in progress at once; a read asks for a full ``batch``
+when the last entries all finished without waiting, else for as many as can start.
+Acknowledgements go in batches: with the next read (one round trip), or after
+``ack_interval_s`` when no read comes. Claiming, heartbeats, stats, retention and dead
+consumers: :mod:`akbus.maintenance`.
 """
 
 from __future__ import annotations
@@ -23,13 +33,16 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from akbus import metrics
 from akbus.backend import StreamEntry
 from akbus.errors import ConnectionLost, PermanentError, RetryableError
 from akbus.keys import reply_key
+from akbus.maintenance import Maintenance
 from akbus.message import Message, stored_reply
 from akbus.retry import until_reachable
 from akbus.settings import BusSettings
@@ -45,6 +58,7 @@ log = logging.getLogger("akbus")
 P = TypeVar("P", bound=Payload)
 Handler = Callable[[Message[Any]], Awaitable[None]]
 PartitionKey = Callable[[Envelope[Any]], str | None]
+Item = tuple[StreamEntry, int]  # an entry and how many times it has been delivered
 
 
 class Subscriber:
@@ -68,13 +82,20 @@ class Subscriber:
         self.partition_key = partition_key
         self.ready = asyncio.Event()
         self._handlers: dict[type[Payload], Handler] = {}
-        self._inflight: dict[str, asyncio.Task[None]] = {}
-        self._tails: dict[str, asyncio.Task[None]] = {}
+        self._held: set[str] = set()  # ids of entries queued or being handled here
+        self._queue: deque[Item] = deque()  # entries not started yet, in order
+        self._runner: asyncio.Task[None] | None = None  # the task taking from the queue
+        self._runners: set[asyncio.Task[None]] = set()  # every task still handling an entry
+        self._quick = False  # the last runner finished its entries without any waiting
+        self._tails: dict[str, asyncio.Task[None]] = {}  # partition key -> its latest task
         self._acks: list[str] = []  # handled, acknowledgement not yet sent
         self._unacked: set[str] = set()
-        self._ack_now = asyncio.Event()
+        self._have_acks = asyncio.Event()
         self._room = asyncio.Event()
-        self._handled: dict[str, Any] = {}  # wire tag -> metric child (label lookups are slow)
+        self._abandon = False  # shutting down: entries not started yet stay pending
+        self._maintenance = Maintenance(self)
+        self._handled: dict[str, int] = {}  # wire tag -> handled since the metric was updated
+        self._handled_metric: dict[str, Any] = {}  # wire tag -> its child of HANDLED
         self._seconds = metrics.HANDLE_SECONDS.labels(stream, group)
         self._stopping = False
         self._stop_requested = asyncio.Event()
@@ -115,7 +136,7 @@ class Subscriber:
         workers = [
             asyncio.create_task(self._read_loop(), name=f"akbus-read-{self.stream}"),
             asyncio.create_task(self._ack_loop(), name=f"akbus-ack-{self.stream}"),
-            asyncio.create_task(self._maintenance_loop(), name=f"akbus-maint-{self.stream}"),
+            asyncio.create_task(self._maintenance.run(), name=f"akbus-maint-{self.stream}"),
         ]
         stop = asyncio.create_task(self._stop_requested.wait())
         try:
@@ -141,164 +162,137 @@ class Subscriber:
         await self._done.wait()
 
     async def _drain(self) -> None:
-        if self._inflight:
-            _, unfinished = await asyncio.wait(
-                set(self._inflight.values()), timeout=self.settings.drain_timeout_s
-            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.drain_timeout_s
+        while self._runners and (left_s := deadline - loop.time()) > 0:
+            await asyncio.wait(set(self._runners), timeout=left_s)
+        self._abandon = True
+        if self._held:
+            count = len(self._held)
+            self._queue.clear()  # not started: left pending
+            unfinished = set(self._runners)
             for task in unfinished:
                 task.cancel()
-            if unfinished:
-                await asyncio.gather(*unfinished, return_exceptions=True)
-                log.warning(
-                    "left entries pending at shutdown",
-                    extra={"stream": self.stream, "count": len(unfinished)},
-                )
+            await asyncio.gather(*unfinished, return_exceptions=True)
+            self._held.clear()
+            log.warning(
+                "left entries pending at shutdown", extra={"stream": self.stream, "count": count}
+            )
+        self._count_handled()
         with contextlib.suppress(ConnectionLost):
             await self._flush_acks(retry_for_s=self.settings.drain_timeout_s)
 
     # -- reading --------------------------------------------------------------------------
+    def _in_progress(self) -> int:
+        """Entries whose handling started and has not finished."""
+        return len(self._held) - len(self._queue)
+
+    def _full(self) -> bool:
+        return len(self._held) >= self.settings.concurrency
+
     async def _wait_for_room(self) -> int:
-        while len(self._inflight) >= self.settings.concurrency and not self._stopping:
+        """Wait until every queued entry has started and a slot is free; how many to read.
+
+        A full batch when the last entries all finished without waiting (they never ran
+        side by side); otherwise only as many as can start at once.
+        """
+        limit = self.settings.concurrency
+        while (self._queue or self._in_progress() >= limit) and not self._stopping:
             self._room.clear()
             await self._room.wait()
-        return self.settings.concurrency - len(self._inflight)
+        in_progress = self._in_progress()
+        if self._quick and in_progress == 0:
+            return self.settings.batch
+        return min(self.settings.batch, limit - in_progress)
 
     async def _read_loop(self) -> None:
-        await self._recover_own(min_idle_ms=0)
+        await self._maintenance.recover_own(min_idle_ms=0)
         while not self._stopping:
-            room = await self._wait_for_room()
+            count = await self._wait_for_room()
             if not self._running():  # stop() may have come while waiting
                 return
-
-            async def read(count: int = min(room, self.settings.batch)) -> list[StreamEntry]:
-                return await self.bus.backend.read_group(
-                    self.stream,
-                    self.group,
-                    self.consumer,
-                    count=count,
-                    block_ms=self.settings.block_ms,
-                )
-
-            try:
-                entries = await until_reachable("read", read, keep_going=self._running)
-            except ConnectionLost:
-                return
-            for entry in entries:
-                self._spawn(entry, deliveries=1)
-
-    async def _recover_own(self, *, min_idle_ms: int) -> None:
-        """Take back entries this consumer name left pending (a restart, a lost ack).
-
-        While the reader runs, only entries idle for ``min_idle_ms`` count as lost, so one
-        just delivered to the reader is not taken twice.
-        """
-        backend = self.bus.backend
-        try:
-            pending = await until_reachable(
-                "recover",
-                lambda: backend.pending(
-                    self.stream, self.group, consumer=self.consumer, count=self.settings.batch * 10
-                ),
-                keep_going=self._running,
-            )
-        except ConnectionLost:
-            return
-        lost = [p for p in pending if not self._busy(p.id) and p.idle_ms >= min_idle_ms]
-        if not lost:
-            return
-        deliveries = {p.id: p.deliveries for p in lost}
-        try:
-            claimed = set(
-                await backend.claim(self.stream, self.group, self.consumer, list(deliveries))
-            )
-            entries = await backend.read_group(
+            acks, self._acks = self._acks, []  # sent with the read, in the same round trip
+            read = partial(
+                self.bus.backend.read_group,
                 self.stream,
                 self.group,
                 self.consumer,
-                count=self.settings.batch * 10,
-                block_ms=None,
-                own_pending=True,
+                count=count,
+                block_ms=self.settings.block_ms,
+                ack=acks,
             )
-        except ConnectionLost:
-            return
-        for entry in entries:
-            if entry.id in claimed and not self._busy(entry.id):
-                self._spawn(entry, deliveries=deliveries[entry.id] + 1)
-
-    # -- maintenance: claiming, heartbeats, sweeping, stats, retention --------------------
-    async def _maintenance_loop(self) -> None:
-        period = min(self.settings.claim_interval_s, self.settings.claim_idle_s / 3)
-        next_stats = next_trim = 0.0
-        while not self._stopping:
-            await asyncio.sleep(period)
             try:
-                await self._heartbeat()
-                await self._claim_idle()
-                await self._recover_own(min_idle_ms=int(period * 1000))
-                now = time.monotonic()
-                if now >= next_stats:
-                    next_stats = now + self.settings.stats_interval_s
-                    await self._sample_stats()
-                if now >= next_trim:
-                    next_trim = now + self.settings.retention_interval_s
-                    await self.bus.trim(self.stream)
-            except ConnectionLost:
-                continue
-
-    async def _heartbeat(self) -> None:
-        """Reset the idle time of entries still being handled here, so nobody steals them."""
-        if self._inflight:
-            await self.bus.backend.claim(
-                self.stream, self.group, self.consumer, list(self._inflight), justid=True
-            )
-
-    async def _claim_idle(self) -> None:
-        """Take over entries left pending by consumers that went quiet (XAUTOCLAIM)."""
-        if len(self._inflight) >= self.settings.concurrency:
-            return
-        backend = self.bus.backend
-        claimed, deleted = await backend.autoclaim(
-            self.stream,
-            self.group,
-            self.consumer,
-            min_idle_ms=int(self.settings.claim_idle_s * 1000),
-            count=self.settings.batch,
-        )
-        if deleted:
-            await backend.ack(self.stream, self.group, deleted)
-        fresh = [e for e in claimed if not self._busy(e.id)]
-        if not fresh:
-            return
-        metrics.CLAIMED.labels(self.stream, self.group).inc(len(fresh))
-        for entry in fresh:
-            info = await backend.pending(
-                self.stream, self.group, start=entry.id, end=entry.id, count=1
-            )
-            self._spawn(entry, deliveries=info[0].deliveries if info else 1)
-
-    async def _sample_stats(self) -> None:
-        for info in await self.bus.backend.groups(self.stream):
-            if info.name == self.group:
-                metrics.PENDING.labels(self.stream, self.group).set(info.pending)
-                if info.lag is not None:
-                    metrics.LAG.labels(self.stream, self.group).set(info.lag)
+                entries = await until_reachable("read", read, keep_going=self._running)
+            except BaseException as exc:
+                self._acks[:0] = acks  # perhaps not acknowledged: sent again later
+                self._have_acks.set()
+                if isinstance(exc, ConnectionLost):
+                    return
+                raise
+            self._unacked.difference_update(acks)
+            self._enqueue((entry, 1) for entry in entries)
 
     # -- handling -------------------------------------------------------------------------
     def _busy(self, entry_id: str) -> bool:
-        """Being handled here, or handled with its acknowledgement still to be sent."""
-        return entry_id in self._inflight or entry_id in self._unacked
+        """Held here (handled or queued), or handled with its ack still to be sent."""
+        return entry_id in self._held or entry_id in self._unacked
 
-    def _spawn(self, entry: StreamEntry, *, deliveries: int) -> None:
-        if entry.id in self._inflight:
-            return
-        task = asyncio.create_task(self._process(entry, deliveries))
-        self._inflight[entry.id] = task
+    def _take(self, items: Iterable[Item]) -> None:
+        """Queue claimed or recovered entries, unless they are busy here."""
+        self._enqueue([item for item in items if not self._busy(item[0].id)])
 
-        def finished(_: asyncio.Task[None]) -> None:
-            self._inflight.pop(entry.id, None)
-            self._room.set()
+    def _enqueue(self, items: Iterable[Item]) -> None:
+        for item in items:
+            self._held.add(item[0].id)
+            self._queue.append(item)
+        self._kick()
 
-        task.add_done_callback(finished)
+    def _kick(self) -> None:
+        """Start a runner if entries are queued, none takes them and a slot is free."""
+        if (
+            self._queue
+            and self._runner is None
+            and not self._abandon
+            and self._in_progress() < self.settings.concurrency
+        ):
+            runner = self._runner = asyncio.create_task(self._run_queue())
+            self._runners.add(runner)
+            runner.add_done_callback(self._runner_done)
+
+    def _runner_done(self, runner: asyncio.Task[None]) -> None:
+        self._runners.discard(runner)
+        if self._runner is runner:  # cancelled before it could let go
+            self._runner = None
+
+    async def _run_queue(self) -> None:
+        """Handle queued entries one after another while this task is the runner.
+
+        :meth:`_gave_way` runs once this task first gives way to others; if that is a
+        handler waiting, a new runner takes over the queue and this task ends after that
+        handler. So entries start in queue order, and a task that waited handles nothing
+        else (which is what lets a partition wait for the task of the entry before it).
+        The runner also stops while ``concurrency`` handlers are in progress.
+        """
+        me = asyncio.current_task()
+        asyncio.get_running_loop().call_soon(self._gave_way, me)
+        limit = self.settings.concurrency
+        while self._runner is me and self._queue and self._in_progress() < limit:
+            entry, deliveries = self._queue.popleft()
+            try:
+                await self._process(entry, deliveries)
+            finally:
+                self._held.discard(entry.id)
+                self._room.set()
+                if self._runner is not me:
+                    self._kick()  # a slot is free
+        if self._runner is me:
+            self._runner = None
+
+    def _gave_way(self, runner: asyncio.Task[None] | None) -> None:
+        self._quick = self._runner is not runner  # false: a handler of it is waiting
+        if not self._quick:
+            self._runner = None
+            self._kick()
 
     async def _process(self, entry: StreamEntry, deliveries: int) -> None:
         try:
@@ -378,12 +372,8 @@ class Subscriber:
                 continue
             finally:
                 self._seconds.observe(time.perf_counter() - started)
-            counter = self._handled.get(envelope.type)
-            if counter is None:
-                counter = self._handled[envelope.type] = metrics.HANDLED.labels(
-                    self.stream, self.group, envelope.type
-                )
-            counter.inc()
+            tag = envelope.type
+            self._handled[tag] = self._handled.get(tag, 0) + 1  # see _count_handled
             self._ack(entry.id)
             return
 
@@ -432,20 +422,37 @@ class Subscriber:
 
     # -- acknowledging --------------------------------------------------------------------
     def _ack(self, entry_id: str) -> None:
+        if not self._acks:
+            self._have_acks.set()
         self._acks.append(entry_id)
         self._unacked.add(entry_id)
-        if len(self._acks) >= self.settings.batch:
-            self._ack_now.set()
 
     async def _ack_loop(self) -> None:
+        """Send what the reader has not taken along ``ack_interval_s`` after the first ack."""
         while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ack_now.wait(), self.settings.ack_interval_s)
-            self._ack_now.clear()
+            await self._have_acks.wait()
+            await asyncio.sleep(self.settings.ack_interval_s)
+            self._have_acks.clear()
+            self._count_handled()
             try:
                 await self._flush_acks()
             except ConnectionLost:
                 await asyncio.sleep(0.1)
+                self._have_acks.set()  # the batch was kept: try again
+
+    def _count_handled(self) -> None:
+        """Add the entries handled since last time to ``akbus_handled_total``.
+
+        Counted here, a batch at a time, rather than per entry: a metric update takes a lock.
+        """
+        for tag, count in self._handled.items():
+            child = self._handled_metric.get(tag)
+            if child is None:
+                child = self._handled_metric[tag] = metrics.HANDLED.labels(
+                    self.stream, self.group, tag
+                )
+            child.inc(count)
+        self._handled.clear()
 
     async def _flush_acks(self, *, retry_for_s: float = 0.0) -> None:
         if not self._acks:

@@ -6,16 +6,21 @@ On Redis a stream entry is a flat map of strings, readable with ``redis-cli XRAN
 
 ``payload`` is the JSON of the event or command; absent ids are empty strings. The
 envelope's ``id`` is unique per entry and is what "process once" bookkeeping keys on.
+
+Both directions are on the bus's hot path: :meth:`Envelope.wrap` and
+:func:`envelope_from_fields` check every field themselves and then build the model without
+pydantic's second pass; anything unusual goes through full pydantic validation.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, Generic, TypeGuard, TypeVar
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from aktypes.errors import AkTypesError
 from aktypes.events.base import Payload
@@ -38,9 +43,30 @@ class InvalidEntryError(AkTypesError):
     """A stream entry is not a valid envelope (missing field, bad JSON, unknown type)."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)
+_PREFIXES: dict[int, str] = {}  # whole seconds since the epoch -> "YYYY-MM-DDTHH:MM:SS"
+
+
 def format_time(moment: datetime) -> str:
     """RFC 3339 UTC with microseconds and a ``Z``: ``2026-11-22T10:00:00.000000Z``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    second = (moment - _EPOCH) // _SECOND  # formatting whole dates is costly: once a second
+    prefix = _PREFIXES.get(second)
+    if prefix is None:
+        if len(_PREFIXES) >= 1024:
+            _PREFIXES.clear()
+        prefix = _PREFIXES[second] = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{prefix}.{moment.microsecond:06d}Z"
+
+
+def _new_id() -> str:
+    return os.urandom(16).hex()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 class Envelope(BaseModel, Generic[P]):
@@ -48,8 +74,8 @@ class Envelope(BaseModel, Generic[P]):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(default_factory=lambda: os.urandom(16).hex(), min_length=1)
-    time: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    id: str = Field(default_factory=_new_id, min_length=1)
+    time: datetime = Field(default_factory=_now)
     producer: str = Field(min_length=1)
     correlation_id: str | None = None
     causation_id: str | None = None
@@ -80,16 +106,32 @@ class Envelope(BaseModel, Generic[P]):
         reply_to: str | None = None,
     ) -> Envelope[P]:
         """A new envelope; ``causation`` links it to the entry that caused it."""
+        causation_id = None
         if causation is not None:
             correlation_id = correlation_id or causation.correlation_id or causation.id
-        envelope: Envelope[P] = _AnyEnvelope(
-            producer=producer,
-            payload=payload,
-            causation_id=causation.id if causation is not None else None,
-            correlation_id=correlation_id,
-            reply_to=reply_to,
-            schema_version=type(payload).schema_version,
-        )
+            causation_id = causation.id
+        schema_version = type(payload).schema_version
+        values: dict[str, Any] = {
+            "id": _new_id(),
+            "time": _now(),
+            "producer": producer,
+            "correlation_id": correlation_id,
+            "causation_id": causation_id,
+            "reply_to": reply_to,
+            "schema_version": schema_version,
+            "payload": payload,
+        }
+        if (
+            type(producer) is str
+            and producer
+            and (correlation_id is None or type(correlation_id) is str)
+            and (causation_id is None or type(causation_id) is str)
+            and (reply_to is None or type(reply_to) is str)
+            and type(schema_version) is int
+            and schema_version >= 1
+        ):
+            return _built(values)  # every field checked just above
+        envelope: Envelope[P] = _AnyEnvelope(**values)  # says what is wrong
         return envelope
 
     def to_fields(self) -> dict[str, str]:
@@ -110,6 +152,24 @@ class Envelope(BaseModel, Generic[P]):
 
 
 _AnyEnvelope = Envelope[Any]  # parametrising a generic model on every call is costly
+# Shared by every envelope _built makes: a frozen model never changes it in place (pydantic
+# copies it before a model_copy updates it), and making one per envelope is costly.
+_ALL_FIELDS_SET = set(_AnyEnvelope.model_fields)
+_set = object.__setattr__
+if _AnyEnvelope.__pydantic_post_init__ or _AnyEnvelope.__private_attributes__:
+    raise TypeError("Envelope gained a post-init hook or private attributes: update _built")
+
+
+def _built(values: dict[str, Any]) -> Envelope[Any]:
+    """An envelope from values checked already: what ``model_construct`` does, minus its
+    per-field bookkeeping (defaults, aliases), which the envelope does not need here.
+    """
+    envelope = _AnyEnvelope.__new__(_AnyEnvelope)
+    _set(envelope, "__dict__", values)
+    _set(envelope, "__pydantic_fields_set__", _ALL_FIELDS_SET)
+    _set(envelope, "__pydantic_extra__", None)
+    _set(envelope, "__pydantic_private__", None)
+    return envelope
 
 
 def decode_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> dict[str, str]:
@@ -147,42 +207,62 @@ def _printable(value: str) -> str:
 
 def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> Envelope[Any]:
     """Parse a stream entry; raise ``InvalidEntryError`` saying what is wrong."""
-    from aktypes.events import EVENT_ADAPTER  # noqa: PLC0415 - the union imports this module
-
-    data: Mapping[str, str] = fields if _all_text(fields) else decode_fields(fields)
-    for name, value in data.items():
-        if not value.isascii() and not _is_utf8(value):
-            raise InvalidEntryError(f"stream entry field {name!r} is not valid UTF-8: {value!a}")
-    missing = [name for name in WIRE_FIELDS if name not in data]
-    if missing:
-        raise InvalidEntryError(f"stream entry lacks fields {missing}")
+    data = _text_fields(fields)
     try:
-        payload = EVENT_ADAPTER.validate_json(data["payload"])
+        tag, entry_id, time, producer = data["type"], data["id"], data["time"], data["producer"]
+        correlation_id, causation_id = data["correlation_id"], data["causation_id"]
+        schema, payload_json = data["schema"], data["payload"]
+    except KeyError:
+        missing = [name for name in WIRE_FIELDS if name not in data]
+        raise InvalidEntryError(f"stream entry lacks fields {missing}") from None
+    try:
+        payload = _event_adapter().validate_json(payload_json)
     except ValidationError as exc:
-        raise InvalidEntryError(f"payload of type {data['type']!r} is invalid: {exc}") from exc
-    if getattr(payload, "type", None) != data["type"]:
+        raise InvalidEntryError(f"payload of type {tag!r} is invalid: {exc}") from exc
+    if getattr(payload, "type", None) != tag:
         raise InvalidEntryError(
-            f"entry type {data['type']!r} does not match its payload type {payload.type!r}"
+            f"entry type {tag!r} does not match its payload type {payload.type!r}"
         )
     try:
-        moment = datetime.fromisoformat(data["time"])
-        schema = int(data["schema"])
+        moment = datetime.fromisoformat(time)
+        schema_version = int(schema)
     except ValueError as exc:
         raise InvalidEntryError(f"stream entry envelope is invalid: {exc}") from exc
-    if moment.tzinfo is None or not data["id"] or not data["producer"] or schema < 1:
+    if moment.tzinfo is None or not entry_id or not producer or schema_version < 1:
         raise InvalidEntryError("stream entry envelope is invalid: id, producer, time or schema")
     # Every field is checked above; skip pydantic's second pass on the hot path.
-    return _AnyEnvelope.model_construct(
-        id=data["id"],
-        time=moment.astimezone(UTC),
-        producer=data["producer"],
-        correlation_id=data["correlation_id"] or None,
-        causation_id=data["causation_id"] or None,
-        reply_to=data.get("reply_to") or None,
-        schema_version=schema,
-        payload=payload,
+    return _built(
+        {
+            "id": entry_id,
+            "time": moment if moment.tzinfo is UTC else moment.astimezone(UTC),
+            "producer": producer,
+            "correlation_id": correlation_id or None,
+            "causation_id": causation_id or None,
+            "reply_to": data.get("reply_to") or None,
+            "schema_version": schema_version,
+            "payload": payload,
+        }
     )
 
 
-def _all_text(fields: Mapping[Any, Any]) -> TypeGuard[Mapping[str, str]]:
-    return all(isinstance(key, str) and isinstance(value, str) for key, value in fields.items())
+@cache
+def _event_adapter() -> TypeAdapter[Any]:
+    from aktypes.events import EVENT_ADAPTER  # noqa: PLC0415 - the union imports this module
+
+    return EVENT_ADAPTER
+
+
+def _text_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> Mapping[str, str]:
+    """``fields`` as text, refusing text that holds bytes which are not UTF-8."""
+    keys: Iterable[Any] = fields
+    values: Iterable[Any] = fields.values()
+    try:  # the usual case: all text and all ASCII (str.isascii refuses anything but str)
+        if all(map(str.isascii, values)) and all(map(str.isascii, keys)):
+            return fields  # type: ignore[return-value]  # every key and value is a str
+    except TypeError:  # bytes (a client without decoding)
+        pass
+    text = decode_fields(fields)
+    for name, value in text.items():
+        if not value.isascii() and not _is_utf8(value):
+            raise InvalidEntryError(f"stream entry field {name!r} is not valid UTF-8: {value!a}")
+    return text

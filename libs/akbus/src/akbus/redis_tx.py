@@ -1,0 +1,94 @@
+"""A transaction on Redis: reads WATCH their keys and run at once, writes wait for EXEC.
+
+Used by :meth:`akbus.redis_backend.RedisBackend.apply_once` and ``transact``, which run the
+body again from the start when a watched key changed before EXEC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from akbus.backend import Fields
+
+
+class RedisTx:
+    """Reads WATCH their key and run now; writes are queued for MULTI/EXEC.
+
+    Watching every key a body reads makes the transaction optimistic: if another client
+    changes one of them before EXEC, EXEC fails and the body runs again on fresh values,
+    so a read-modify-write body behaves as if it ran alone.
+    """
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+        self._watched: set[str] = set()
+        self.queued: list[Callable[[Any], Any]] = []
+
+    async def _watch(self, key: str) -> None:
+        if key not in self._watched:
+            self._watched.add(key)
+            await self._pipe.watch(key)
+
+    async def get(self, key: str) -> str | None:
+        await self._watch(key)
+        value: str | None = await self._pipe.get(key)
+        return value
+
+    async def hget(self, key: str, field: str) -> str | None:
+        await self._watch(key)
+        value: str | None = await self._pipe.hget(key, field)
+        return value
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        await self._watch(key)
+        return dict(await self._pipe.hgetall(key))
+
+    async def smembers(self, key: str) -> set[str]:
+        await self._watch(key)
+        return set(await self._pipe.smembers(key))
+
+    async def exists(self, key: str) -> bool:
+        await self._watch(key)
+        return bool(await self._pipe.exists(key))
+
+    def set(self, key: str, value: str, *, ex: int | None = None) -> None:
+        self.queued.append(lambda p: p.set(key, value, ex=ex))
+
+    def delete(self, *keys: str) -> None:
+        self.queued.append(lambda p: p.delete(*keys))
+
+    def hset(self, key: str, mapping: Mapping[str, str]) -> None:
+        values = dict(mapping)
+        self.queued.append(lambda p: p.hset(key, mapping=values))
+
+    def hdel(self, key: str, *fields: str) -> None:
+        self.queued.append(lambda p: p.hdel(key, *fields))
+
+    def hincrby(self, key: str, field: str, amount: int = 1) -> None:
+        self.queued.append(lambda p: p.hincrby(key, field, amount))
+
+    def incrby(self, key: str, amount: int = 1) -> None:
+        self.queued.append(lambda p: p.incrby(key, amount))
+
+    def sadd(self, key: str, *members: str) -> None:
+        self.queued.append(lambda p: p.sadd(key, *members))
+
+    def srem(self, key: str, *members: str) -> None:
+        self.queued.append(lambda p: p.srem(key, *members))
+
+    def zadd(self, key: str, mapping: Mapping[str, float]) -> None:
+        values = dict(mapping)
+        self.queued.append(lambda p: p.zadd(key, values))
+
+    def zrem(self, key: str, *members: str) -> None:
+        self.queued.append(lambda p: p.zrem(key, *members))
+
+    def expire(self, key: str, seconds: int) -> None:
+        self.queued.append(lambda p: p.expire(key, seconds))
+
+    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
+        values: dict[Any, Any] = dict(fields)
+        self.queued.append(
+            lambda p: p.xadd(stream, values, maxlen=maxlen, approximate=maxlen is not None)
+        )
