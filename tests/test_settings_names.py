@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from akchainsvc.service import SPEC as CHAIN
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
 
-SERVICES: list[ServiceSpec] = [CHAIN]  # type: ignore[type-arg]
+SERVICES: list[ServiceSpec[Any]] = [CHAIN]
 
 
 def test_no_two_services_declare_one_name_differently() -> None:

@@ -37,10 +37,9 @@ def toy(redis_url: str, tmp_path: Path) -> Iterator[ToyFactory]:
             [sys.executable, str(TOY)],
             log_path=tmp_path / f"toy-{len(started)}.log",
             ready=http_ready(f"http://127.0.0.1:{port}{ready}"),
-            env=toy_env(redis_url, port, **env),
+            env=toy_env(redis_url, port, **env),  # AP_TOY_HEALTH_LISTEN names the port
             name="toy",
         )
-        process.health_url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
         started.append(process)
         return process
 

@@ -41,7 +41,7 @@ def publish_order(redis_url: str, dseq: int) -> str:
 
 def problems(process: ServiceProcess) -> list[str]:
     """What ``/readyz`` says is not ready (asserting it answers 503 while anything is)."""
-    status, body = http_status(f"{process.health_url}/readyz")  # type: ignore[attr-defined]
+    status, body = http_status(f"http://{process.env['AP_TOY_HEALTH_LISTEN']}/readyz")
     assert isinstance(body, dict)
     found: list[str] = body.get("problems", [])
     assert (status == 503) == bool(found)

@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akbus import BusSettings, RedisSettings
-from akservice import Duration, SettingsError, load_config, logs
+from akservice import Duration, ServiceSpec, SettingsError, load_config, logs
 from akservice.cli import parser
 from akservice.settings import conflicts, runtime_settings, settings_of
 from aktypes.duration import format_duration, parse_duration
@@ -124,9 +124,7 @@ def test_logs_keep_extra_fields_and_bound_ids() -> None:
         logging.getLogger().handlers.clear()
 
 
-def _spec():  # type: ignore[no-untyped-def]
-    from akservice import ServiceSpec  # noqa: PLC0415
-
+def _spec() -> ServiceSpec[Example]:
     async def start(_: object) -> None:
         return None
 
