@@ -684,6 +684,68 @@ def test_wire_forms_are_pinned() -> None:
                     "cause": "lease_lost",
                 },
             },
+            "bidengine.screen": {
+                "type": "bidengine.screen",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "bidengine.screen",
+                    "group": {
+                        "name": "dcloud",
+                        "requirements": {
+                            "signed_by": {"all_of": None, "any_of": None},
+                            "attributes": None,
+                        },
+                        "resources": [
+                            {
+                                "resource": {
+                                    "id": 1,
+                                    "cpu": {"units": {"val": "500"}},
+                                    "memory": {"size": {"val": "536870912"}},
+                                    "storage": [{"name": "default", "size": {"val": "1073741824"}}],
+                                    "gpu": {"units": {"val": "0"}},
+                                    "endpoints": [{"sequence_number": 0}],
+                                },
+                                "count": 1,
+                                "price": {"denom": "uakt", "amount": "12.500000000000000000"},
+                            }
+                        ],
+                    },
+                    "owner": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x",
+                },
+            },
+            "bidengine.screened": {
+                "type": "bidengine.screened",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "bidengine.screened",
+                    "passed": True,
+                    "reasons": [],
+                    "offer": [
+                        {
+                            "resources": {
+                                "id": 1,
+                                "cpu": {"units": {"val": "500"}},
+                                "memory": {"size": {"val": "536870912"}},
+                                "storage": [{"name": "default", "size": {"val": "1073741824"}}],
+                                "gpu": {"units": {"val": "0"}},
+                                "endpoints": [{"sequence_number": 0}],
+                            },
+                            "count": 1,
+                        }
+                    ],
+                    "price": {"denom": "uakt", "amount": "12.500000000000000000"},
+                },
+            },
             "manifest.received": {
                 "type": "manifest.received",
                 "id": "0123456789abcdef0123456789abcdef",
@@ -824,6 +886,7 @@ def test_wire_forms_are_pinned() -> None:
                     "node_height": 1203,
                     "pending_txs": 1,
                     "last_error": "",
+                    "provider": "akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
                 },
             },
             "bidengine.status": {

@@ -274,6 +274,8 @@ def example_payloads() -> list[ev.Payload]:
         ),
         ev.LeaseWon(lease_id=lease, group=group, price=price),
         ev.ProviderBidClosed(bid_id=bid, cause=ev.BidCloseCause.LEASE_LOST),
+        ev.ScreenBid(group=group, owner=owner),
+        ev.BidScreened(passed=True, offer=[offer], price=price),
         ev.ManifestReceived(lease_id=lease, version=hash, group=manifest_group),
         ev.ManifestRejected(
             deployment_id=deployment, code="version_mismatch", reason="hash differs"
@@ -284,7 +286,7 @@ def example_payloads() -> list[ev.Payload]:
             lease_id=lease, balance=DecCoin(denom="uact", amount=Dec(0)), height=1300
         ),
         ev.SweepRequested(to_address=auditor, amount=Coin(denom="uakt", amount=10**9)),
-        ev.ChainStatus(height=1200, node_height=1203, pending_txs=1),
+        ev.ChainStatus(height=1200, node_height=1203, pending_txs=1, provider=provider),
         ev.BidEngineStatus(orders=4),
         ev.ClusterStatus(leases=2, allocatable=totals, available=totals),
         ev.ManifestStatus(deployments=2),

@@ -40,6 +40,7 @@ class ChainRelay:
         self.pipeline: TxPipeline | None = None
         self.node_error = ""
         self.node_seen = 0.0
+        self.address = ""
 
     def not_ready(self) -> list[str]:
         problems = []
@@ -74,6 +75,7 @@ class ChainRelay:
                     node_height=max(relay.node_height, relay.height),
                     pending_txs=pipeline.in_flight,
                     last_error=error[:500],
+                    provider=self.address,
                 )
                 metrics.PENDING_TXS.set(pipeline.in_flight)
                 with contextlib.suppress(ConnectionLost):
@@ -89,6 +91,7 @@ async def start(rt: Runtime[ChainSettings]) -> None:
     signer = Signer.load(settings.key_file, settings.passphrase())
     log.info("chain relay for provider %s", signer.address)
     relay = ChainRelay(rt)
+    relay.address = signer.address
     rt.readiness(relay.not_ready)
     rpc = await rt.resource(RPCClient(settings.node))
     lcd = await rt.resource(LCDClient(settings.api))

@@ -61,6 +61,8 @@ from aktypes.events.provider import (
     ManifestRejected,
     ManifestTimedOut,
     ProviderBidClosed,
+    ScreenBid,
+    BidScreened,
     SweepRequested,
     WithdrawalRequested,
 )
@@ -122,6 +124,7 @@ STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
         LeaseFundsMonitor,
     ),
     streams.BIDENGINE_EVENTS: (BidPlaced, BidDeclined, LeaseWon, ProviderBidClosed),
+    streams.BIDENGINE_COMMANDS: (ScreenBid,),
     streams.MANIFEST_EVENTS: (ManifestReceived, ManifestRejected, ManifestTimedOut),
     streams.BALANCE_EVENTS: (WithdrawalRequested, LeaseOutOfFunds, SweepRequested),
 }
@@ -163,6 +166,8 @@ Event = Annotated[
     | BidDeclined
     | LeaseWon
     | ProviderBidClosed
+    | ScreenBid
+    | BidScreened
     | ManifestReceived
     | ManifestRejected
     | ManifestTimedOut
@@ -196,6 +201,7 @@ __all__ = [
     "BidDeclined",
     "BidEngineStatus",
     "BidPlaced",
+    "BidScreened",
     "BroadcastTx",
     "ChainEvent",
     "ChainStatus",
@@ -242,6 +248,7 @@ __all__ = [
     "ResourceTotals",
     "ResourcesReserved",
     "ResourcesUnreserved",
+    "ScreenBid",
     "ScreenGroup",
     "Send",
     "SweepRequested",

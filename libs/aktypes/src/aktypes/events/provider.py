@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aktypes.address import AkashAddress
 from aktypes.coin import Coin, DecCoin
-from aktypes.events.base import HexHash, NonEmptyStr, Payload
+from aktypes.events.base import HexHash, NonEmptyStr, Payload, ResourceOffer
 from aktypes.groupspec import GroupSpec
 from aktypes.ids import BidID, DeploymentID, LeaseID, OrderID
 from aktypes.manifest.models import Group
@@ -60,6 +60,28 @@ class ProviderBidClosed(Payload):
     type: Literal["bid.closed"] = "bid.closed"
     bid_id: BidID
     cause: BidCloseCause
+
+
+class ScreenBid(Payload):
+    """Would the bid engine bid on this group, and at what price? Reserves and bids nothing.
+
+    Sent on ``akash.provider.bidengine.commands``; answered with :class:`BidScreened`.
+    ``owner`` is the tenant the group would come from (tenant lists, price scripts).
+    """
+
+    type: Literal["bidengine.screen"] = "bidengine.screen"
+    group: GroupSpec
+    owner: str = ""
+
+
+class BidScreened(Payload):
+    """Reply to :class:`ScreenBid`: every reason not to bid, or the offer and the price."""
+
+    type: Literal["bidengine.screened"] = "bidengine.screened"
+    passed: bool
+    reasons: list[DeclineReason] = Field(default_factory=list)
+    offer: list[ResourceOffer] = Field(default_factory=list)
+    price: DecCoin | None = None
 
 
 # -- manifest (akash.provider.manifest.events) ----------------------------------------------

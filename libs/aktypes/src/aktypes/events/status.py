@@ -17,6 +17,7 @@ class ChainStatus(Payload):
     node_height: Count
     pending_txs: Count = 0
     last_error: str = ""
+    provider: str = ""  # the provider account the relay signs for
 
     @property
     def lag(self) -> int:

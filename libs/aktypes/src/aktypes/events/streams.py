@@ -10,6 +10,7 @@ CHAIN_RESULTS: Final = "akash.provider.chain.results"
 CLUSTER_COMMANDS: Final = "akash.provider.cluster.commands"
 CLUSTER_EVENTS: Final = "akash.provider.cluster.events"
 BIDENGINE_EVENTS: Final = "akash.provider.bidengine.events"
+BIDENGINE_COMMANDS: Final = "akash.provider.bidengine.commands"
 MANIFEST_EVENTS: Final = "akash.provider.manifest.events"
 BALANCE_EVENTS: Final = "akash.provider.balance.events"
 
