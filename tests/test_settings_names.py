@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from akbidengine.service import SPEC as BIDENGINE
 from akchainsvc.service import SPEC as CHAIN
+from akcluster.service import SPEC as CLUSTER
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
 
-SERVICES: list[ServiceSpec[Any]] = [CHAIN]
+SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE]
 
 
 def test_no_two_services_declare_one_name_differently() -> None:

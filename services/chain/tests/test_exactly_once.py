@@ -62,7 +62,9 @@ def expected_from_log(
         }
         kind: str = event["type"]
         name = SHORT.get(kind, kind.rsplit(".", 1)[1].removeprefix("Event"))
-        if name.startswith(("Bid", "Lease")):
+        if name == "LeaseCreated":
+            keep = True  # every new lease: another provider's means our bid lost
+        elif name.startswith(("Bid", "Lease")):
             keep = attrs["id"]["provider"] == provider
         elif name in ("ProviderUpdated", "AuditorAttributesChanged"):
             keep = attrs["owner"] == provider

@@ -124,4 +124,13 @@ def test_keys_lists_the_tenants_made_after_init(devnet: DevnetProcess, cli: Cli)
     rows = dict(line.split() for line in listed.output.splitlines())
     assert rows["bob"] == made.stdout.strip()
     assert rows["faucet"] == devnet.signer("faucet").address
-    assert set(rows) == {"faucet", "provider", "auditor", "tenant-1", "tenant-2", "tenant-3", "bob"}
+    assert list(rows) == [  # genesis accounts first, in genesis order, then the others
+        "faucet",
+        "provider",
+        "competitor",
+        "auditor",
+        "tenant-1",
+        "tenant-2",
+        "tenant-3",
+        "bob",
+    ]

@@ -1,7 +1,8 @@
 """Builders for the messages the provider and the devnet tools send.
 
-Provider: MsgCreateBid, MsgCloseBid, MsgWithdrawLease, bank MsgSend. Tenant: MsgCreateDeployment,
-MsgCreateLease, MsgCloseDeployment, MsgCreateCertificate. Auditor: MsgSignProviderAttributes.
+Provider: MsgCreateBid, MsgCloseBid, MsgWithdrawLease, bank MsgSend, MsgCreateProvider,
+MsgUpdateProvider. Tenant: MsgCreateDeployment, MsgCreateLease, MsgCloseDeployment,
+MsgCreateCertificate. Auditor: MsgSignProviderAttributes, MsgDeleteProviderAttributes.
 ``from_command`` turns an :mod:`aktypes.events.tx` command message into its protobuf message.
 """
 
@@ -129,10 +130,32 @@ def sign_provider_attributes(
     )
 
 
+def delete_provider_attributes(
+    auditor: str, owner: str, keys: Sequence[str]
+) -> audit_pb2.MsgDeleteProviderAttributes:
+    """Withdraw ``auditor``'s signature from ``owner``'s attributes ``keys``; no keys: all of them.
+
+    Note the order, auditor first (the signer), unlike :func:`sign_provider_attributes`.
+    """
+    return audit_pb2.MsgDeleteProviderAttributes(owner=owner, auditor=auditor, keys=list(keys))
+
+
 def create_provider(
     owner: str, host_uri: str, attributes: Sequence[Attribute], email: str = "", website: str = ""
 ) -> provider_pb2.MsgCreateProvider:
     return provider_pb2.MsgCreateProvider(
+        owner=owner,
+        host_uri=host_uri,
+        attributes=attributes_pb(attributes),
+        info=provider_pb2.Info(email=email, website=website),
+    )
+
+
+def update_provider(
+    owner: str, host_uri: str, attributes: Sequence[Attribute], email: str = "", website: str = ""
+) -> provider_pb2.MsgUpdateProvider:
+    """Replace a registered provider's host URI, attributes and contact info (all of them)."""
+    return provider_pb2.MsgUpdateProvider(
         owner=owner,
         host_uri=host_uri,
         attributes=attributes_pb(attributes),

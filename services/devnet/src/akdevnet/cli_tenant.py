@@ -1,6 +1,6 @@
 """``akdevnet tenant …``, ``akdevnet bid`` and ``akdevnet simulate``: act on the chain as its
-tenants, or bid by hand as its provider. Every option value is checked before anything is
-sent; what the chain refuses comes back as one error line.
+tenants, or bid by hand as one of its providers (``provider``, ``competitor``). Every option
+value is checked before anything is sent; what the chain refuses comes back as one error line.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from akdevnet.cli_common import (
     fail,
     key_name,
     load_key,
-    price,
     read_sdl,
     run,
     settings_of,
@@ -37,9 +36,12 @@ from akdevnet.cli_common import (
     with_tenant,
 )
 from akdevnet.homedir import key_path
+from akdevnet.settings import DevnetSettings
 from akdevnet.simulate import Simulation, load_sdls
 from akdevnet.tenant import ClientCertificate, Tenant
-from aktypes.coin import DecCoin
+from aktypes.address import validate_address
+from aktypes.coin import Dec, DecCoin
+from aktypes.errors import AkTypesError
 from aktypes.ids import BidID
 
 MAX_UINT64 = 2**64 - 1
@@ -124,6 +126,16 @@ def tenant_bids(
         typer.echo(line)
 
 
+def _provider_address(settings: DevnetSettings, text: str) -> str:
+    """``--provider``: an ``akash1…`` address, or the name of a key in the home (``competitor``)."""
+    if text.startswith("akash1"):
+        try:
+            return validate_address(text)
+        except AkTypesError as exc:
+            raise fail(f"--provider {text!r}: {exc}") from None
+    return load_key(settings, key_name(text, "--provider")).address
+
+
 @tenant_app.command("accept")
 def tenant_accept(
     *,
@@ -133,14 +145,22 @@ def tenant_accept(
     node: Node = None,
     lcd: Lcd = None,
     wait: Annotated[float, typer.Option(min=0, help="seconds to wait for bids")] = 30.0,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="lease this provider's bids (address or key name), not the cheapest ones"
+        ),
+    ] = None,
 ) -> None:
-    """Create a lease on the cheapest bid of each order."""
+    """Create a lease on the cheapest bid of each order (or on --provider's bids)."""
     settings = settings_of(home)
     signer = load_key(settings, key)
+    chosen = _provider_address(settings, provider) if provider is not None else None
 
     async def work(tenant: Tenant) -> list[str]:
-        await tenant.wait_for_bids(dseq, timeout=wait)
-        return [str(lease) for lease in await tenant.accept_cheapest(dseq)]
+        await tenant.wait_for_bids(dseq, provider=chosen, timeout=wait)
+        leases = await tenant.accept(dseq, chosen) if chosen else await tenant.accept_cheapest(dseq)
+        return [str(lease) for lease in leases]
 
     for line in run(with_tenant(settings, signer, node, lcd, work)):
         typer.echo(line)
@@ -231,6 +251,25 @@ def tenant_close(
     typer.echo(f"closed {dseq}")
 
 
+def _bid_price(text: str) -> Dec | DecCoin:
+    """``--price``: a bare decimal (in each order's denomination), or a decimal coin."""
+    parsed: Dec | DecCoin | None
+    try:
+        parsed = Dec(text.strip())
+    except ValueError:
+        try:
+            parsed = DecCoin.parse(text)
+        except ValueError:
+            parsed = None
+    amount = parsed.amount if isinstance(parsed, DecCoin) else parsed
+    if parsed is None or amount is None or amount.is_negative():
+        raise fail(
+            f"--price {text!r} is not a price: a non-negative decimal amount in the order's "
+            "denomination, e.g. 0.5, or with its denomination, e.g. 0.5uact"
+        )
+    return parsed
+
+
 @app.command()
 def bid(
     *,
@@ -241,16 +280,24 @@ def bid(
     key: KeyName = "provider",
     price_text: Annotated[
         str | None,
-        typer.Option("--price", help="price per block (default: half the order's maximum)"),
+        typer.Option(
+            "--price",
+            help="price per block, in the order's denomination: 0.5 or 0.5uact "
+            "(default: half the order's maximum)",
+        ),
     ] = None,
     deposit: Annotated[str, typer.Option(help="bid deposit")] = "500000uakt",
     home: Home = None,
     node: Node = None,
     lcd: Lcd = None,
 ) -> None:
-    """Bid on every open order of a deployment, as a provider, by hand (no bid engine needed)."""
+    """Bid on every open order of a deployment, as a provider, by hand (no bid engine needed).
+
+    With --key competitor it bids as the devnet's second provider.
+    """
     settings = settings_of(home)
-    wanted = price("--price", price_text) if price_text is not None else None
+    given = _bid_price(price_text) if price_text is not None else None
+    wanted = given if isinstance(given, DecCoin) else None
     bid_deposit = coin("--deposit", deposit)
     signer = load_key(settings, key)
     tenant = owner or load_key(settings, "tenant-1").address
@@ -271,7 +318,10 @@ def bid(
             placed = []
             for order in orders:
                 full = order.spec.price()
-                amount = wanted or DecCoin(denom=full.denom, amount=full.amount.quo(2))
+                if isinstance(given, Dec):
+                    amount = DecCoin(denom=full.denom, amount=given)
+                else:
+                    amount = wanted or DecCoin(denom=full.denom, amount=full.amount.quo(2))
                 bid_id = BidID(
                     owner=order.id.owner,
                     dseq=order.id.dseq,

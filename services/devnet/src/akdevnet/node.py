@@ -1,10 +1,11 @@
 """Running the devnet: create a home (keys + genesis), then produce blocks and serve the APIs.
 
-``init_home`` writes encrypted key files for a faucet, a provider, an auditor and a few
-tenants, and a genesis that funds them and registers the provider with audited
-attributes. ``run`` locks the home (one devnet per home), opens the state (continuing at
-its height after a restart), starts the RPC and LCD servers, records where they listen in
-the home and makes a block every ``block_time`` until SIGTERM or SIGINT.
+``init_home`` writes encrypted key files for a faucet, a provider, a competitor, an auditor
+and a few tenants, and a genesis that funds them and registers the provider and the
+competitor (a second provider with the same audited attributes, to compete for orders).
+``run`` locks the home (one devnet per home), opens the state (continuing at its height
+after a restart), starts the RPC and LCD servers, records where they listen in the home and
+makes a block every ``block_time`` until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ AUDITED_ATTRIBUTES = {"host": "akash", "region": "local", "tier": "community"}
 AKASH_AUDITOR = "akash1365yvmc4s7awdyj3n2sav7xfx76adc6dnmlx63"
 """The auditor Akash's SDL templates name in ``signedBy``; it vouches for the devnet's provider."""
 BIG = 1_000_000_000_000
+PROVIDERS = ("provider", "competitor")
+"""The genesis providers' account names: the daemon's own, and one that competes with it."""
 
 
 @dataclass(frozen=True)
@@ -59,18 +62,24 @@ def init_home(
     *,
     tenants: int = 3,
     provider_host_uri: str = "https://localhost:8443",
+    competitor_host_uri: str = "https://localhost:8543",
     chain_id: str = "akash-devnet-1",
     force: bool = False,
     scrypt_n: int = 2**15,
 ) -> Home:
-    """Write key files and a genesis under ``settings.home``; refuse to overwrite a chain."""
+    """Write key files and a genesis under ``settings.home``; refuse to overwrite a chain.
+
+    Two providers are registered: ``provider`` (the daemon's account, at
+    ``provider_host_uri``) and ``competitor`` (same attributes and audits, at
+    ``competitor_host_uri``), so tests can make a provider lose an order.
+    """
     if settings.genesis_path.exists() and not force:
         raise FileExistsError(f"{settings.genesis_path} exists; use --force to start a new chain")
     if force:
         settings.state_path.unlink(missing_ok=True)
         for suffix in ("-wal", "-shm"):
             Path(f"{settings.state_path}{suffix}").unlink(missing_ok=True)
-    names = ["faucet", "provider", "auditor", *(f"tenant-{i}" for i in range(1, tenants + 1))]
+    names = ["faucet", *PROVIDERS, "auditor", *(f"tenant-{i}" for i in range(1, tenants + 1))]
     passphrase = settings.key_passphrase.get_secret_value()
     keys: dict[str, Path] = {}
     accounts = []
@@ -85,13 +94,13 @@ def init_home(
         chain_id=chain_id,
         accounts=accounts,
         providers=[
-            GenesisProvider(
-                owner="provider", host_uri=provider_host_uri, attributes=PROVIDER_ATTRIBUTES
-            )
+            GenesisProvider(owner=owner, host_uri=uri, attributes=PROVIDER_ATTRIBUTES)
+            for owner, uri in zip(PROVIDERS, (provider_host_uri, competitor_host_uri), strict=True)
         ],
         audits=[
-            GenesisAudit(auditor="auditor", provider="provider", attributes=AUDITED_ATTRIBUTES),
-            GenesisAudit(auditor=AKASH_AUDITOR, provider="provider", attributes=AUDITED_ATTRIBUTES),
+            GenesisAudit(auditor=auditor, provider=owner, attributes=AUDITED_ATTRIBUTES)
+            for owner in PROVIDERS
+            for auditor in ("auditor", AKASH_AUDITOR)
         ],
     )
     genesis.dump(settings.genesis_path)

@@ -1,5 +1,5 @@
 """What a tenant does, as Akash's own tools do it: certificate, deployment from an SDL, bids,
-lease on the cheapest bid, manifest to the provider, close.
+lease on the cheapest bid (or on a chosen provider's), manifest to the provider, close.
 
 Works against any node speaking the RPC/LCD subset (this devnet by default). Akash prices
 and funds deployments in ``uact``; an SDL priced in ``uakt`` is re-denominated at 1:1 by
@@ -146,8 +146,10 @@ class Tenant:
         )
         return deployment_id
 
-    async def bids(self, dseq: int, *, state: str | None = "open") -> list[Bid]:
-        return await self.lcd.bids(owner=self.address, dseq=dseq, state=state)
+    async def bids(
+        self, dseq: int, *, state: str | None = "open", provider: str | None = None
+    ) -> list[Bid]:
+        return await self.lcd.bids(owner=self.address, dseq=dseq, provider=provider, state=state)
 
     async def check_active(self, dseq: int) -> None:
         """``LookupError`` saying why, unless this tenant has an active deployment ``dseq``."""
@@ -159,9 +161,10 @@ class Tenant:
             raise LookupError(f"deployment {dseq} is {found.state}")
 
     async def wait_for_bids(
-        self, dseq: int, *, timeout: float = 30.0, poll: float = 0.2
+        self, dseq: int, *, provider: str | None = None, timeout: float = 30.0, poll: float = 0.2
     ) -> list[Bid]:
-        """Open bids once every open order of the deployment has at least one.
+        """Open bids once every open order of the deployment has at least one (from
+        ``provider``, when given: then only its bids are returned).
 
         ``LookupError`` at once when the deployment does not exist, is closed or has no open
         order left to bid on.
@@ -175,12 +178,15 @@ class Tenant:
                 raise LookupError(
                     f"deployment {dseq} has no open order (they are leased or closed)"
                 )
-            bids = await self.bids(dseq)
+            bids = await self.bids(dseq, provider=provider)
             covered = {(b.id.gseq, b.id.oseq) for b in bids}
             if all((o.id.gseq, o.id.oseq) in covered for o in orders):
                 return bids
             if asyncio.get_running_loop().time() >= deadline:
-                raise TimeoutError(f"deployment {dseq}: no bid on every order after {timeout:.0f}s")
+                bidder = f" from {provider}" if provider else ""
+                raise TimeoutError(
+                    f"deployment {dseq}: no bid{bidder} on every order after {timeout:.0f}s"
+                )
             await asyncio.sleep(poll)
 
     async def accept_cheapest(self, dseq: int) -> list[LeaseID]:
@@ -192,7 +198,21 @@ class Tenant:
                 best[slot] = bid
         if not best:
             raise LookupError(f"deployment {dseq} has no open bids")
-        chosen = [best[slot] for slot in sorted(best)]
+        return await self._lease([best[slot] for slot in sorted(best)])
+
+    async def accept(self, dseq: int, provider: str) -> list[LeaseID]:
+        """Create a lease on ``provider``'s open bid of each open order it bid on (one
+        transaction), whatever the other bids cost.
+
+        The chain then marks every other open bid of those orders lost and refunds its
+        deposit, as Akash does. ``LookupError`` when ``provider`` has no open bid here.
+        """
+        bids = await self.bids(dseq, provider=provider)
+        if not bids:
+            raise LookupError(f"deployment {dseq} has no open bid from {provider}")
+        return await self._lease(sorted(bids, key=lambda b: (b.id.gseq, b.id.oseq)))
+
+    async def _lease(self, chosen: list[Bid]) -> list[LeaseID]:
         await self.wallet.send(*(msgs.create_lease(b.id) for b in chosen))
         return [b.id.lease_id for b in chosen]
 

@@ -54,6 +54,7 @@ from aktypes.events.provider import (
     BidCloseCause,
     BidDeclined,
     BidPlaced,
+    BidScreened,
     DeclineReason,
     LeaseOutOfFunds,
     LeaseWon,
@@ -62,7 +63,6 @@ from aktypes.events.provider import (
     ManifestTimedOut,
     ProviderBidClosed,
     ScreenBid,
-    BidScreened,
     SweepRequested,
     WithdrawalRequested,
 )

@@ -1,9 +1,9 @@
 """The market: one order per open group, provider bids with deposits, leases, their closing.
 
-Follows Akash's ``x/market`` (v1beta5 messages, v1 events), with one deliberate difference:
-when a lease is created every other open bid on the order is marked lost and refunded (the
-reference node stops after the first one), and an order takes at most ``order_max_bids``
-bids (the reference lets one more through).
+Follows Akash's ``x/market`` (v1beta5 messages, v1 events). As there, when a lease is created
+every other open bid on the order is marked lost (``OnBidLost``, no event) and its escrow
+account closed, which refunds its deposit. One deliberate difference: an order takes at most
+``order_max_bids`` bids (the reference lets one more through).
 """
 
 from __future__ import annotations

@@ -83,6 +83,8 @@ def sign_attributes(ctx: Ctx, msg: audit_pb2.MsgSignProviderAttributes) -> None:
 
 
 def delete_attributes(ctx: Ctx, msg: audit_pb2.MsgDeleteProviderAttributes) -> None:
+    bank.check_address(msg.owner, "owner")  # Akash's ValidateBasic, as for signing
+    bank.check_address(msg.auditor, "auditor")
     key = f"audit/{msg.owner}/{msg.auditor}"
     record = ctx.store.get(key)
     if record is None:

@@ -1,0 +1,102 @@
+"""The provider suite as real processes, for cross-service tests.
+
+``provider`` starts, on a devnet and a Redis of the test's own, the chain relay, a cluster
+service (null backend, the nodes below) and the bid engine, each as a subprocess; tests
+read the chain (LCD) and the streams to see what they did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from akbidengine.testing import BidEngineProcess
+from akbus import Bus
+from akchainsvc.testing import RelayProcess
+from akcluster.testing import ClusterProcess
+from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
+from aktypes.events import Envelope, envelope_from_fields
+
+NODES = """
+nodes:
+  - {name: big-a, cpu: "64", memory: 256Gi, ephemeral-storage: 4Ti, storage-classes: [beta2]}
+  - {name: big-b, cpu: "64", memory: 256Gi, ephemeral-storage: 4Ti, storage-classes: [beta2]}
+  - name: gpu-a
+    cpu: "32"
+    memory: 128Gi
+    ephemeral-storage: 2Ti
+    storage-classes: [beta2]
+    gpus: {vendor: nvidia, model: a100, count: 8, memory: 80Gi, interface: sxm}
+storage:
+  beta2: 8Ti
+"""
+
+SCALES = {
+    "AP_BID_PRICE_CPU_SCALE": "0.001",
+    "AP_BID_PRICE_MEMORY_SCALE": "0.01",
+    "AP_BID_PRICE_STORAGE_SCALE": "0.01,beta2=0.02",
+    "AP_BID_PRICE_ENDPOINT_SCALE": "1",
+    "AP_BID_PRICE_GPU_SCALE": "a100=50,*=40",
+}
+
+
+@dataclass
+class Provider:
+    """The provider's processes and what tests need to drive and watch them."""
+
+    devnet: DevnetProcess
+    redis_url: str
+    tmp: Path
+    bidengine_env: dict[str, str] = field(default_factory=dict)
+    cluster_env: dict[str, str] = field(default_factory=dict)
+    nodes: str = NODES
+    processes: dict[str, Any] = field(default_factory=dict)
+
+    def start(self, *, clusters: int = 1) -> Provider:
+        inventory = self.tmp / "nodes.yaml"
+        inventory.write_text(self.nodes)
+        self.processes["relay"] = RelayProcess(
+            redis_url=self.redis_url,
+            node=self.devnet.rpc_url,
+            api=self.devnet.lcd_url,
+            key_file=self.devnet.key_path("provider"),
+            passphrase=TEST_PASSPHRASE,
+            log_path=self.tmp / "relay.log",
+        )
+        for i in range(clusters):
+            self.processes[f"cluster-{i}"] = ClusterProcess(
+                redis_url=self.redis_url,
+                log_path=self.tmp / f"cluster-{i}.log",
+                inventory_file=inventory,
+                instance=str(i),
+                extra_env=self.cluster_env,
+            )
+        self.processes["bidengine"] = BidEngineProcess(
+            redis_url=self.redis_url,
+            api=self.devnet.lcd_url,
+            log_path=self.tmp / "bidengine.log",
+            extra_env={**SCALES, **self.bidengine_env},
+        )
+        for process in self.processes.values():
+            process.start()
+        return self
+
+    @property
+    def bidengine(self) -> BidEngineProcess:
+        process: BidEngineProcess = self.processes["bidengine"]
+        return process
+
+    def cluster(self, index: int = 0) -> ClusterProcess:
+        process: ClusterProcess = self.processes[f"cluster-{index}"]
+        return process
+
+    def stop(self) -> None:
+        for process in reversed(list(self.processes.values())):
+            with contextlib.suppress(Exception):
+                process.stop()
+
+
+async def stream(bus: Bus, name: str) -> list[Envelope[Any]]:
+    return [envelope_from_fields(e.fields) for e in await bus.backend.entries(name)]

@@ -1,0 +1,669 @@
+"""The ``kube`` inventory backend: the cluster's capacity, read from the Kubernetes API.
+
+The Go provider asks its inventory operator, which watches nodes and pods; here the cluster
+service watches them itself, with the official synchronous ``kubernetes`` client. Four
+resources are listed, then watched from the list's version — nodes, pods and persistent
+volume claims in every namespace, storage classes — each by a task of its own whose
+blocking reads run on worker threads (a list) or a thread per watch connection, handing
+events to the event loop. Only the loop touches the state: per resource a table of what
+matters for capacity, keyed by name or uid, so an event costs O(1); an :class:`Inventory`
+is rebuilt from the tables when asked for and, debounced, pushed to ``on_change``.
+
+Rules, with the Go operator's quirks fixed:
+
+- a node counts if it is Ready, not cordoned and (by default) labelled ``akash.network=true``;
+- a pod takes what the scheduler reserves for it — the larger of its containers' and its
+  init containers' requests (sidecars included), plus overhead and memory-backed emptyDir
+  size limits — while it is bound to a node and not finished (Go counts finished pods until
+  they are deleted);
+- a storage pool's size comes from the operator's configuration, and is reported while its
+  StorageClass exists; claims of that class (the default class for claims naming none) use it.
+
+Failures never stop it: a failed list or watch is retried with jittered exponential backoff
+(reported through :attr:`KubeInventory.error` meanwhile), a watch resumes from the last
+version it saw, and one answered 410 Gone lists again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_CEILING, Decimal
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Generic, Self, TypeVar
+
+import kubernetes
+from kubernetes.client import ApiClient, Configuration, CoreV1Api, StorageV1Api
+
+from akcluster.domain.inventory import Capacity, GPUModel, Inventory, Node, StoragePool
+
+log = logging.getLogger("akcluster.kube")
+
+AKASH_LABEL = "akash.network"
+STORAGE_LABEL = "akash.network/capabilities.storage.class."
+GPU_LABEL = "akash.network/capabilities.gpu.vendor."
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+FINISHED = frozenset({"Succeeded", "Failed"})
+
+# <vendor>.model.<model>[.ram.<size>][.interface.<interface>], after GPU_LABEL
+_GPU_KEY = re.compile(
+    r"(?P<vendor>[^.]+)\.model\.(?P<model>.+?)"
+    r"(?:\.ram\.(?P<ram>[^.]+))?(?:\.interface\.(?P<interface>[^.]+))?"
+)
+# What resource.ParseQuantity accepts: a decimal number, then a binary or decimal SI suffix
+# or a decimal exponent. kubernetes.utils.parse_quantity computes every such value exactly
+# but also takes what the API server refuses ("1K", "NaN", "1_000"), hence the check first.
+_QUANTITY = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?"
+)
+_NO_POOLS: Mapping[str, int] = MappingProxyType({})
+
+V = TypeVar("V")
+Obj = dict[str, Any]
+
+
+def parse_quantity(text: object) -> Decimal:
+    """A Kubernetes quantity ("7500m", "32Gi", "1e3") as an exact Decimal; ValueError if
+    the API server would not take it."""
+    value = str(text).strip()
+    if _QUANTITY.fullmatch(value) is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    parsed: Decimal = kubernetes.utils.parse_quantity(value)  # type: ignore[no-untyped-call]
+    return parsed
+
+
+def _amount(resources: Mapping[str, Any], name: str, scale: int = 1) -> int:
+    """A resource as a whole number (rounded up, as Quantity.Value does); 0 if unusable."""
+    value = resources.get(name)
+    if value is None:
+        return 0
+    try:
+        amount = parse_quantity(value) * scale
+    except ValueError:
+        log.warning("ignoring resource %s: %s", name, value, extra={"resource": name})
+        return 0
+    return max(int(amount.to_integral_value(ROUND_CEILING)), 0)
+
+
+def capacity_of(resources: Mapping[str, Any]) -> Capacity:
+    """A Kubernetes resource list (``allocatable``, ``requests``…) as a Capacity."""
+    return Capacity(
+        cpu=_amount(resources, "cpu", 1000),
+        memory=_amount(resources, "memory"),
+        ephemeral=_amount(resources, "ephemeral-storage"),
+        gpu=sum(_amount(resources, name) for name in GPU_RESOURCES),
+    )
+
+
+def _most(a: Capacity, b: Capacity) -> Capacity:
+    return Capacity(
+        max(a.cpu, b.cpu), max(a.memory, b.memory), max(a.ephemeral, b.ephemeral), max(a.gpu, b.gpu)
+    )
+
+
+def _asked(container: Mapping[str, Any]) -> Capacity:
+    """A container's requests; its limits stand in for those it leaves out, as the API
+    server's defaulting makes them."""
+    resources = container.get("resources") or {}
+    return capacity_of({**(resources.get("limits") or {}), **(resources.get("requests") or {})})
+
+
+def pod_requests(pod: Mapping[str, Any]) -> Capacity:
+    """What the scheduler reserves for a pod, plus memory-backed emptyDir size limits.
+
+    Containers add up; an init container runs alone (with the sidecars started before it),
+    so the pod needs the larger of the two; sidecars (init containers that restart
+    ``Always``) run throughout; the runtime class's ``overhead`` comes on top.
+    """
+    spec = pod.get("spec") or {}
+    total = sum((_asked(c) for c in spec.get("containers") or []), Capacity())
+    sidecars = init_peak = Capacity()
+    for container in spec.get("initContainers") or []:
+        asked = _asked(container)
+        if container.get("restartPolicy") == "Always":
+            total += asked
+            sidecars += asked
+            asked = sidecars
+        else:
+            asked += sidecars
+        init_peak = _most(init_peak, asked)
+    total = _most(total, init_peak) + capacity_of(spec.get("overhead") or {})
+    in_memory = sum(
+        _amount(volume["emptyDir"], "sizeLimit")
+        for volume in spec.get("volumes") or []
+        if (volume.get("emptyDir") or {}).get("medium") == "Memory"
+    )
+    return total + Capacity(memory=in_memory)
+
+
+def gpu_model(labels: Mapping[str, str]) -> GPUModel | None:
+    """The GPU model from Akash's capability labels; of several, the one with most GPUs."""
+    found: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for key, value in labels.items():
+        if not key.startswith(GPU_LABEL):
+            continue
+        match = _GPU_KEY.fullmatch(key.removeprefix(GPU_LABEL))
+        if match is None:
+            continue
+        known = found.get((match["vendor"], match["model"]), (0, "", ""))
+        count = int(value) if value.isdigit() else 0
+        found[match["vendor"], match["model"]] = (
+            max(known[0], count),
+            match["ram"] or known[1],
+            match["interface"] or known[2],
+        )
+    if not found:
+        return None
+    (vendor, model), (_, memory, interface) = max(sorted(found.items()), key=lambda i: i[1][0])
+    return GPUModel(vendor, model, memory, interface)
+
+
+def node_of(obj: Obj, *, require_akash_label: bool = True) -> Node | None:
+    """A Node object as the inventory sees it; None unless it may take workloads."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    labels: dict[str, str] = meta.get("labels") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    if (
+        not ready
+        or spec.get("unschedulable")
+        or (require_akash_label and labels.get(AKASH_LABEL) != "true")
+    ):
+        return None
+    classes = frozenset(
+        key.removeprefix(STORAGE_LABEL)
+        for key, value in labels.items()
+        if key.startswith(STORAGE_LABEL) and value in ("1", "true")
+    )
+    return Node(
+        name=meta["name"],
+        allocatable=capacity_of(status.get("allocatable") or {}),
+        gpu_model=gpu_model(labels),
+        storage_classes=classes,
+    )
+
+
+def pod_use(obj: Obj) -> tuple[str, Capacity] | None:
+    """(node, requests) of a pod that holds resources on a node; None for any other."""
+    node = (obj.get("spec") or {}).get("nodeName")
+    if not node or (obj.get("status") or {}).get("phase") in FINISHED:
+        return None
+    return node, pod_requests(obj)
+
+
+def claim_of(obj: Obj) -> tuple[str | None, int]:
+    """(storage class, bytes) of a claim: the larger of its request and what it was given.
+    The class is None when the claim names none (the default class applies)."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    size = max(
+        _amount((spec.get("resources") or {}).get("requests") or {}, "storage"),
+        _amount(status.get("capacity") or {}, "storage"),
+    )
+    return spec.get("storageClassName"), size
+
+
+def is_default_class(obj: Obj) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(DEFAULT_CLASS) == "true")
+
+
+def _uid(obj: Obj) -> str:
+    return str(obj["metadata"]["uid"])
+
+
+def _name(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+@dataclass
+class _Table(Generic[V]):
+    """One watched resource: how to list it, and what of each object the inventory keeps."""
+
+    name: str
+    lister: Callable[..., Any]  # a generated client's list call (watch=True makes it a watch)
+    key: Callable[[Obj], str]
+    derive: Callable[[Obj], V | None]  # None: the object does not count
+    rows: dict[str, V] = field(default_factory=dict)
+
+    def rows_of(self, items: list[Obj]) -> dict[str, V]:
+        rows = {}
+        for obj in items:
+            value = self._derive(obj)
+            if value is not None:
+                rows[self.key(obj)] = value
+        return rows
+
+    def replace(self, rows: dict[str, V]) -> bool:
+        changed, self.rows = rows != self.rows, rows
+        return changed
+
+    def apply(self, kind: str, obj: Obj) -> bool:
+        """Apply one watch event; True if what the inventory keeps changed."""
+        key = self.key(obj)
+        value = None if kind == "DELETED" else self._derive(obj)
+        old = self.rows.pop(key, None) if value is None else self.rows.get(key)
+        if value is not None:
+            self.rows[key] = value
+        return old != value
+
+    def _derive(self, obj: Obj) -> V | None:
+        try:
+            return self.derive(obj)
+        except Exception:  # one malformed object must not stop the inventory
+            log.exception("cannot read %s %s", self.name, obj.get("metadata"))
+            return None
+
+
+class _Expired(Exception):
+    """410 Gone: the version is older than the server's history; list again."""
+
+
+class _Backoff:
+    """Jittered exponential delays between failed attempts, reset by a good one."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial, self.maximum, self.attempt = initial, maximum, 0
+
+    def next(self) -> float:
+        delay = min(self.initial * 2.0**self.attempt, self.maximum)
+        self.attempt += 1
+        return delay * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not secrets
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class _Stream:
+    """One watch connection, read line by line on a thread of its own; what it reads goes
+    to an asyncio queue: ("open", None), ("event", dict)…, then ("end", None) or
+    ("error", exception). ``stop`` interrupts a blocked read."""
+
+    def __init__(self, open_: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self._open, self._loop = open_, loop
+        self._response: Any = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kube-watch", daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._response is not None:
+            _interrupt(self._response)
+
+    def _post(self, *item: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def _run(self) -> None:
+        clean = False
+        try:
+            self._response = self._open()
+            if self._stopped.is_set():
+                return
+            self._post("open", None)
+            for line in _lines(self._response):
+                if self._stopped.is_set():
+                    return
+                self._post("event", json.loads(line))
+            clean = True
+            self._post("end", None)
+        except Exception as exc:  # handed to the loop, which decides what to do
+            self._post("error", exc)
+        finally:
+            if self._response is not None:
+                if not clean:
+                    self._response.close()
+                self._response.release_conn()
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(_settle, self.closed)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        yield from (line for line in lines if line.strip())
+    if buffer.strip():
+        yield buffer
+
+
+def _interrupt(response: Any) -> None:
+    """Unblock a thread reading ``response`` (urllib3 2.3+ has shutdown; else the socket)."""
+    with contextlib.suppress(Exception):
+        if callable(shutdown := getattr(response, "shutdown", None)):
+            shutdown()
+            return
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and status > 0:
+        return f"{status} {getattr(exc, 'reason', '') or ''}".strip()
+    reason = getattr(exc, "reason", None)  # urllib3's MaxRetryError carries the cause
+    return f"{type(exc).__name__}: {reason if reason is not None else exc}"
+
+
+def _gone(exc: BaseException) -> bool:
+    return getattr(exc, "status", None) == 410
+
+
+class KubeInventory:
+    """Nodes, pods, claims and storage classes, watched; the :class:`Inventory` they make.
+
+    ``run`` follows the cluster until cancelled; ``snapshot`` is the inventory now (None
+    until every resource has been listed once); ``on_change`` gets each new inventory,
+    at most one per ``debounce_s``.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        storage_pools: Mapping[str, int] = _NO_POOLS,
+        on_change: Callable[[Inventory], None] | None = None,
+        debounce_s: float = 0.05,
+        require_akash_label: bool = True,
+        page_size: int = 500,
+        backoff_s: tuple[float, float] = (0.1, 10.0),
+        request_timeout_s: float = 30.0,
+        watch_timeout_s: float = 300.0,
+    ) -> None:
+        self.api_client = api_client
+        self.storage_pools = dict(storage_pools)
+        self.on_change = on_change
+        self.debounce_s = debounce_s
+        self.require_akash_label = require_akash_label
+        self._page_size = page_size
+        self._backoff = backoff_s
+        self._request_timeout = request_timeout_s
+        self._watch_timeout = watch_timeout_s
+        core, storage = CoreV1Api(api_client), StorageV1Api(api_client)
+        self._nodes: _Table[Node] = _Table("nodes", core.list_node, _name, self._node)
+        self._pods: _Table[tuple[str, Capacity]] = _Table(
+            "pods", core.list_pod_for_all_namespaces, _uid, pod_use
+        )
+        self._claims: _Table[tuple[str | None, int]] = _Table(
+            "persistentvolumeclaims",
+            core.list_persistent_volume_claim_for_all_namespaces,
+            _uid,
+            claim_of,
+        )
+        self._classes: _Table[bool] = _Table(
+            "storageclasses", storage.list_storage_class, _name, is_default_class
+        )
+        self._tables: tuple[_Table[Any], ...] = (
+            self._nodes,
+            self._pods,
+            self._claims,
+            self._classes,
+        )
+        self._listed: set[str] = set()
+        self._synced = asyncio.Event()
+        self._errors: dict[str, str] = {}
+        self._current: Inventory | None = None  # None: rebuild on the next snapshot()
+        self._published: Inventory | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._owns_client = False
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> KubeInventory:
+        """From a kubeconfig file; with None, ``$KUBECONFIG`` or ``~/.kube/config``, else
+        the in-cluster service account. The inventory closes the client in ``close``."""
+        inventory = cls(_api_client(path), **kw)
+        inventory._owns_client = True
+        return inventory
+
+    def close(self) -> None:
+        """Close the API client if ``from_kubeconfig`` made it."""
+        if self._owns_client:
+            self.api_client.close()  # type: ignore[no-untyped-call]
+
+    @property
+    def error(self) -> str:
+        """The last list or watch failure of each resource still failing; '' when healthy."""
+        return "; ".join(f"{name}: {error}" for name, error in sorted(self._errors.items()))
+
+    def snapshot(self) -> Inventory | None:
+        if not self._synced.is_set():
+            return None
+        if self._current is None:
+            self._current = self._build()
+        return self._current
+
+    async def wait_synced(self, timeout: float) -> Inventory:
+        """The inventory once every resource has been listed; TimeoutError naming what
+        failed if that takes longer than ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self._synced.wait(), timeout)
+        except TimeoutError:
+            raise TimeoutError(
+                f"the Kubernetes inventory did not sync within {timeout}s"
+                + (f": {self.error}" if self.error else "")
+            ) from None
+        inventory = self.snapshot()
+        if inventory is None:  # pragma: no cover - synced means built
+            raise RuntimeError("synced without an inventory")
+        return inventory
+
+    async def run(self) -> None:
+        """List, then watch, every resource until cancelled."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                for table in self._tables:
+                    group.create_task(self._follow(table), name=f"kube-inventory-{table.name}")
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    # -- state -------------------------------------------------------------------
+    def _node(self, obj: Obj) -> Node | None:
+        return node_of(obj, require_akash_label=self.require_akash_label)
+
+    def _build(self) -> Inventory:
+        used: dict[str, Capacity] = {}
+        for node, requests in self._pods.rows.values():
+            used[node] = used.get(node, Capacity()) + requests
+        nodes = tuple(
+            replace(node, allocated=used.get(name, Capacity()))
+            for name, node in sorted(self._nodes.rows.items())
+        )
+        default = next((name for name, d in sorted(self._classes.rows.items()) if d), None)
+        claimed: dict[str, int] = {}
+        for named, size in self._claims.rows.values():
+            cls = default if named is None else named
+            if cls:
+                claimed[cls] = claimed.get(cls, 0) + size
+        storage = {
+            cls: StoragePool(capacity, claimed.get(cls, 0))
+            for cls, capacity in sorted(self.storage_pools.items())
+            if cls in self._classes.rows
+        }
+        return Inventory(nodes, storage)
+
+    def _changed(self) -> None:
+        self._current = None
+        if self._synced.is_set() and self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.debounce_s, self._publish)
+
+    def _publish(self) -> None:
+        self._timer = None
+        inventory = self.snapshot()
+        if inventory is None or inventory == self._published:
+            return
+        self._published = inventory
+        if self.on_change is not None:
+            try:
+                self.on_change(inventory)
+            except Exception:
+                log.exception("inventory on_change callback failed")
+
+    def _listed_once(self, table: _Table[Any]) -> None:
+        self._listed.add(table.name)
+        if not self._synced.is_set() and len(self._listed) == len(self._tables):
+            self._synced.set()
+            inventory = self.snapshot()
+            log.info(
+                "kubernetes inventory synced: %d nodes",
+                len(inventory.nodes) if inventory else 0,
+                extra={"nodes": [n.name for n in inventory.nodes] if inventory else []},
+            )
+            self._changed()
+
+    # -- list and watch ----------------------------------------------------------
+    async def _follow(self, table: _Table[Any]) -> None:
+        """List, then watch from the list's version, forever; back off after failures."""
+        backoff = _Backoff(*self._backoff)
+        version: str | None = None
+        while True:
+            progressed = False
+            try:
+                if version is None:
+                    rows, version = await asyncio.to_thread(self._list, table)
+                    if table.replace(rows):
+                        self._changed()
+                    self._recovered(table)
+                    self._listed_once(table)
+                version, progressed = await self._watch(table, version)
+            except Exception as exc:
+                if isinstance(exc, _Expired) or _gone(exc):  # a watch's version or a list's
+                    log.info(  # continue token is older than the server's history
+                        "%s: %s; listing again", table.name, exc, extra={"resource": table.name}
+                    )
+                    version = None
+                else:
+                    self._failed(table, exc)
+            if progressed:  # a 410 relists after a short pause too: never a tight loop
+                backoff.reset()
+            else:
+                await asyncio.sleep(backoff.next())
+
+    def _failed(self, table: _Table[Any], exc: Exception) -> None:
+        """Report a failure: a warning when it is new, quietly while it lasts."""
+        error = _describe(exc)
+        level = logging.DEBUG if self._errors.get(table.name) == error else logging.WARNING
+        log.log(
+            level, "%s: list or watch failed: %s", table.name, error, extra={"resource": table.name}
+        )
+        self._errors[table.name] = error
+
+    def _recovered(self, table: _Table[Any]) -> None:
+        if self._errors.pop(table.name, None) is not None:
+            log.info("%s: connected again", table.name, extra={"resource": table.name})
+
+    def _list(self, table: _Table[Any]) -> tuple[dict[str, Any], str | None]:
+        """Every object, page by page (on a worker thread); the first page's version is
+        where the watch starts, so nothing that changed while paging is missed."""
+        items: list[Obj] = []
+        version: str | None = None
+        token: str | None = None
+        while True:
+            options: dict[str, Any] = {"limit": self._page_size}
+            if token:
+                options["_continue"] = token
+            response = table.lister(
+                _preload_content=False, _request_timeout=self._request_timeout, **options
+            )
+            try:
+                body = json.loads(response.data)
+            finally:
+                response.release_conn()
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            version = version or meta.get("resourceVersion") or None
+            token = meta.get("continue")
+            if not token:
+                return table.rows_of(items), version
+
+    async def _watch(self, table: _Table[Any], version: str | None) -> tuple[str | None, bool]:
+        """Apply a watch's events until the server ends it; the last version seen, and
+        whether the watch got anywhere (an event, or a while connected)."""
+        timeout = int(self._watch_timeout * (1 + random.random()))  # noqa: S311 - spread
+        stream = _Stream(
+            lambda: table.lister(
+                watch=True,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout,
+                _preload_content=False,
+                _request_timeout=(self._request_timeout, timeout + self._request_timeout),
+            ),
+            asyncio.get_running_loop(),
+        ).start()
+        started, events = time.monotonic(), 0
+        try:
+            while True:
+                what, payload = await stream.queue.get()
+                if what == "open":
+                    self._recovered(table)
+                    continue
+                if what == "end":
+                    return version, events > 0 or time.monotonic() - started >= 1.0
+                if what == "error":
+                    raise _Expired(str(payload)) if _gone(payload) else payload
+                kind, obj = payload.get("type"), payload.get("object") or {}
+                if kind == "ERROR":
+                    message = f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}"
+                    if obj.get("code") == 410:
+                        raise _Expired(message)
+                    raise RuntimeError(f"watch failed: {message}")
+                events += 1
+                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                if kind in ("ADDED", "MODIFIED", "DELETED") and table.apply(kind, obj):
+                    self._changed()
+        finally:
+            stream.stop()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(stream.closed), 5)
+
+
+def _api_client(path: Path | None) -> ApiClient:
+    """A client from ``path``, else ``$KUBECONFIG`` (read now: the library reads it once, on
+    import) or ``~/.kube/config``, else the in-cluster service account."""
+    config = kubernetes.config
+    files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
+    try:
+        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=os.path.expanduser(files)
+        )
+    except config.ConfigException as no_file:
+        if path is not None:
+            raise
+        configuration = Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException as exc:
+            raise config.ConfigException(
+                f"no kubeconfig ({no_file}) and not in a cluster ({exc})"
+            ) from exc
+        client = ApiClient(configuration)
+    return client
