@@ -4,6 +4,12 @@ and lost, orders closed, bids timed out, and screening that bids nothing.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from akbus import Bus
@@ -25,6 +31,40 @@ from aktypes.events import (
 from aktypes.events.streams import BIDENGINE_COMMANDS, BIDENGINE_EVENTS
 from aktypes.sdl import SDL, parse_sdl
 from aktypes.testing import address
+
+SDL_TEXT = """
+version: "2.0"
+services:
+  web:
+    image: nginx:1.27
+    expose:
+      - port: 80
+        as: 80
+        to:
+          - global: true
+profiles:
+  compute:
+    web:
+      resources:
+        cpu:
+          units: {cpu}
+        memory:
+          size: 512Mi
+        storage:
+          size: 1Gi
+  placement:
+    dc:
+      attributes: {{host: akash}}
+      pricing:
+        web:
+          denom: uact
+          amount: 100000
+deployment:
+  web:
+    dc:
+      profile: web
+      count: {count}
+"""
 
 
 def sdl(
@@ -185,6 +225,14 @@ async def test_won_lost_and_closed_orders(
         bid = await our_bid(chain, "tenant-1", deployment.dseq)
         assert bid.state != "open"
 
+    # the won lease closes: what it held is free again
+    await tenant.close(won.dseq)
+    await eventually(
+        lambda: reservations(bus),
+        until=lambda held: held == set(),
+        what="the lease's reservation freed",
+    )
+
 
 async def _only(values: Any, n: int) -> Any:
     found = await values
@@ -245,3 +293,31 @@ async def test_screening_answers_without_bidding(
 
 async def _ready(provider: Provider) -> bool:
     return provider.bidengine.readiness()[0] == 200
+
+
+async def test_the_bid_screen_command_prints_the_answer(
+    provider: Provider, chain: DevnetClients, bus: Bus, tmp_path: Path
+) -> None:
+    provider.start()
+    await eventually(lambda: _ready(provider), timeout_s=30, what="bid engine ready")
+    fits, too_big = tmp_path / "fits.yaml", tmp_path / "too-big.yaml"
+    fits.write_text(SDL_TEXT.format(cpu=2, count=1))
+    too_big.write_text(SDL_TEXT.format(cpu=60, count=3))
+    env = {**os.environ, "REDIS_URL": provider.redis_url}
+    command = [sys.executable, "-m", "akcli", "bid", "screen", "--json"]
+
+    def screen(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, str(path)], check=False, capture_output=True, text=True, env=env, timeout=60
+        )
+
+    yes = await asyncio.to_thread(screen, fits)
+    assert yes.returncode == 0, yes.stderr
+    [answer] = json.loads(yes.stdout)
+    assert answer["passed"] is True
+    assert answer["price"] == {"denom": "uact", "amount": "18.360000000000000000"}
+    no = await asyncio.to_thread(screen, too_big)
+    assert no.returncode == 1
+    [refusal] = json.loads(no.stdout)
+    assert [r["code"] for r in refusal["reasons"]] == ["insufficient_capacity"]
+    assert await events(bus, BidPlaced) == []

@@ -36,7 +36,7 @@ Stream = Annotated[str, typer.Argument(help="The source stream, e.g. akash.chain
 Wait = Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for Redis.")]
 
 
-def _with_bus(url: str | None, work: Callable[[Bus], Awaitable[T]], wait_s: float = 5.0) -> T:
+def with_bus(url: str | None, work: Callable[[Bus], Awaitable[T]], wait_s: float = 5.0) -> T:
     settings = RedisSettings(url=url) if url else RedisSettings()
     if not settings.url:  # the embedded server, if the provider started one
         try:
@@ -71,7 +71,7 @@ def list_letters(
     wait: Wait = 5.0,
 ) -> None:
     """List the oldest dead letters of STREAM, with why they failed."""
-    letters = _with_bus(redis_url, lambda bus: bus.dead_letters(stream, count=count), wait)
+    letters = with_bus(redis_url, lambda bus: bus.dead_letters(stream, count=count), wait)
     console = Console(highlight=False, width=200)
     if not letters:
         console.print(f"no dead letters for {stream}")
@@ -115,7 +115,7 @@ def replay(
         missing = set(ids or ()) - known
         return await bus.replay_dead_letters(stream, None if replay_all else ids), missing
 
-    replayed, missing = _with_bus(redis_url, work, wait)
+    replayed, missing = with_bus(redis_url, work, wait)
     console = Console(highlight=False)
     console.print(f"replayed {len(replayed)} dead letter(s) onto {stream}")
     if missing:

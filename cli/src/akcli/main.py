@@ -6,39 +6,30 @@ above every other package: it may use the libraries, and starts services as proc
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from akcli import bus, sdl
+from akcli import bid, bus, sdl
 
 app = typer.Typer(
     name="akash-provider",
-    help="Akash Network provider: SDL tools today; the provider services as they land.",
+    help="Akash Network provider: run the suite, SDL tools, the bus, bid screening.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 app.add_typer(sdl.app, name="sdl")
 app.add_typer(bus.app, name="bus")
-
-NOT_BUILT = """\
-The provider services are not built yet. What exists today:
-
-  akash-provider sdl validate FILE...   check SDL files (every problem, with its YAML path)
-  akash-provider sdl manifest FILE      the manifest JSON a tenant sends, and its version hash
-  akash-provider sdl groups FILE        the deployment groups an order asks for, with prices
-  akash-provider bus dlq list STREAM    dead letters on the bus ($REDIS_URL, else embedded)
-  akash-provider bus dlq replay STREAM  put them back on their stream
-  python -m akdevnet start              the local chain; `python -m akdevnet tenant ...` tenants
-  python -m akchainsvc                  the chain relay (`--help` lists its settings)
-  python -m kubesim serve               a simulated Kubernetes cluster (`--kubeconfig OUT`)
-
-The services (bid engine, cluster, manifest, balance, gateway) follow; `akash-provider run`
-will start them all on these embedded defaults.
-"""
+app.add_typer(bid.app, name="bid")
 
 
 @app.command()
-def run() -> None:
-    """Run the whole provider suite on embedded defaults (not built yet)."""
-    typer.echo(NOT_BUILT, err=True)
-    raise typer.Exit(code=1)
+def run(
+    tenants: Annotated[int, typer.Option(min=0, max=50, help="simulated tenants")] = 2,
+    block_time: Annotated[str, typer.Option(help="the devnet's block time")] = "500ms",
+) -> None:
+    """Run the whole provider suite on embedded defaults, each part as its own process."""
+    from akcli.suite import run_suite  # noqa: PLC0415 - imports every service's package
+
+    raise typer.Exit(code=run_suite(tenants=tenants, block_time=block_time))

@@ -25,7 +25,7 @@ StrictOption = Annotated[
 ]
 
 
-def _console() -> Console:
+def make_console() -> Console:
     # Piped output is not cut to 80 columns: tables stay readable in files and logs.
     return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 
@@ -48,7 +48,7 @@ def _load(path: Path, *, strict: bool) -> SDL:
     return parse_sdl(data, strict=strict)
 
 
-def _load_or_exit(console: Console, path: Path, *, strict: bool) -> SDL:
+def load_or_exit(console: Console, path: Path, *, strict: bool) -> SDL:
     try:
         return _load(path, strict=strict)
     except SDLError as exc:
@@ -64,7 +64,7 @@ def validate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print errors only.")] = False,
 ) -> None:
     """Check SDL files; exit 0 when every file is valid, 1 otherwise."""
-    console = _console()
+    console = make_console()
     invalid = 0
     for path in files:
         try:
@@ -94,8 +94,8 @@ def manifest(
     strict: StrictOption = False,
 ) -> None:
     """Print the manifest a tenant sends to providers, with its version hash."""
-    console = _console()
-    sdl = _load_or_exit(Console(stderr=True, highlight=False), file, strict=strict)
+    console = make_console()
+    sdl = load_or_exit(Console(stderr=True, highlight=False), file, strict=strict)
     if body:
         typer.echo(json.dumps(sdl.manifest.go_json(), separators=(",", ":")))
         return
@@ -151,8 +151,8 @@ def groups(
     strict: StrictOption = False,
 ) -> None:
     """Print the deployment groups (resources, counts, max price) an order asks for."""
-    console = _console()
-    sdl = _load_or_exit(Console(stderr=True, highlight=False), file, strict=strict)
+    console = make_console()
+    sdl = load_or_exit(Console(stderr=True, highlight=False), file, strict=strict)
     if as_json:
         data = [
             {**group.go_dict(), "max_price": json.loads(group.price().model_dump_json())}

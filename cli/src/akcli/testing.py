@@ -52,6 +52,7 @@ class Provider:
     bidengine_env: dict[str, str] = field(default_factory=dict)
     cluster_env: dict[str, str] = field(default_factory=dict)
     nodes: str = NODES
+    scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
     processes: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *, clusters: int = 1) -> Provider:
@@ -77,7 +78,7 @@ class Provider:
             redis_url=self.redis_url,
             api=self.devnet.lcd_url,
             log_path=self.tmp / "bidengine.log",
-            extra_env={**SCALES, **self.bidengine_env},
+            extra_env={**self.scales, **self.bidengine_env},
         )
         for process in self.processes.values():
             process.start()

@@ -26,6 +26,7 @@ from akcluster.domain.placement import CommitLevels, NoFit, place
 from akcluster.errors import NoInventory
 from aktypes.events import (
     GroupScreened,
+    LeaseClosed,
     LookupReservation,
     ReservationFailed,
     ReservationFound,
@@ -125,7 +126,21 @@ class Reservations:
 
     async def unreserve(self, msg: Message[UnreserveResources]) -> None:
         order_id = msg.payload.order_id
-        key = str(order_id)
+
+        def answer(tx: BusTx, found: bool) -> None:
+            tx.reply(ResourcesUnreserved(order_id=order_id, found=found))
+
+        found = await self._remove(str(order_id), msg, answer)
+        metrics.REQUESTS.labels("unreserve", "success" if found else "not_found").inc()
+
+    async def on_lease_closed(self, msg: Message[LeaseClosed]) -> None:
+        """A lease of ours closed on chain: what it held is free again."""
+        if await self._remove(str(msg.payload.lease_id.order_id), msg, None):
+            metrics.REQUESTS.labels("release", "success").inc()
+
+    async def _remove(
+        self, key: str, msg: Message[Any], answer: Callable[[BusTx, bool], None] | None
+    ) -> bool:
         seen: dict[str, Any] = {}
 
         async def body(tx: BusTx) -> None:
@@ -134,7 +149,8 @@ class Reservations:
             if found:
                 tx.state.hdel(RESERVATIONS_KEY, key)
                 tx.state.incrby(VERSION_KEY, 1)
-            tx.reply(ResourcesUnreserved(order_id=order_id, found=found))
+            if answer is not None:
+                answer(tx, found)
 
         async with self._lock:
             await msg.bus.transact(body, cause=msg.envelope)
@@ -143,7 +159,7 @@ class Reservations:
                 ledger.remove(key)
                 ledger.version += 1
             self.ledger = ledger
-        metrics.REQUESTS.labels("unreserve", "success" if seen["found"] else "not_found").inc()
+        return bool(seen["found"])
 
     async def lookup(self, msg: Message[LookupReservation]) -> None:
         order_id, group_name = msg.payload.order_id, msg.payload.group_name

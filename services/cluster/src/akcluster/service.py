@@ -4,7 +4,8 @@ Start: build the inventory backend (``null``: a nodes file; ``kube``: watches th
 official client, awaited until its first full listing), then answer the commands on
 ``akash.provider.cluster.commands`` and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
-retained status. Deployments join this process in a later stage.
+retained status. A lease of ours closed on chain releases its reservation. Deployments
+join this process in a later stage.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from akservice import Runtime, ServiceSpec
 from aktypes.events import (
     ClusterStatus,
     InventoryChanged,
+    LeaseClosed,
     LookupReservation,
     ReserveResources,
     ResourceTotals,
     ScreenGroup,
     UnreserveResources,
 )
-from aktypes.events.streams import CLUSTER_COMMANDS, CLUSTER_EVENTS
+from aktypes.events.streams import CHAIN_EVENTS, CLUSTER_COMMANDS, CLUSTER_EVENTS
 
 log = logging.getLogger("akcluster")
 
@@ -159,6 +161,8 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     commands.add(UnreserveResources, res.unreserve)
     commands.add(LookupReservation, res.lookup)
     commands.add(ScreenGroup, res.screen)
+    chain = rt.subscriber(CHAIN_EVENTS)
+    chain.add(LeaseClosed, res.on_lease_closed)
     rt.supervise(publish_status(rt, view, res), "status")
 
 

@@ -1,0 +1,125 @@
+"""``akash-provider run``: the whole provider suite on embedded defaults, as separate processes.
+
+Redis (the embedded server unless ``REDIS_URL`` is set), the devnet chain, kubesim (a
+simulated Kubernetes cluster), the chain relay, the cluster service (``kube`` backend on
+kubesim), the bid engine, and simulated tenants deploying SDLs from Akash's template
+library. Everything lives under ``.akash-provider/`` (logs in ``.akash-provider/logs``).
+It prints where everything is and how to watch the streams, and stops it all on Ctrl-C;
+if a process dies it says which, shows the end of its log, and stops the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import typer
+
+from akbus.embedded import shared_server
+from akcli.testing import Provider
+from akdevnet.testing import DevnetProcess
+from akservice.testing import ServiceProcess
+from kubesim.testing import KubeSimProcess
+
+STATE = Path(".akash-provider")
+TEMPLATES = Path("libs/aktypes/tests/data/awesome-akash")
+KUBESIM_NODES = Path("libs/kubesim/examples/nodes.yaml")
+PRICES = {  # per block, in the order's denomination; the templates offer 1 000–100 000
+    "AP_BID_PRICE_CPU_SCALE": "0.001",
+    "AP_BID_PRICE_MEMORY_SCALE": "0.01",
+    "AP_BID_PRICE_STORAGE_SCALE": "0.01,beta2=0.02,beta3=0.03",
+    "AP_BID_PRICE_ENDPOINT_SCALE": "1",
+    "AP_BID_PRICE_GPU_SCALE": "a100=100,*=80",
+}
+
+
+def _redis_url() -> tuple[str, str]:
+    url = os.environ.get("REDIS_URL", "")
+    if url:
+        return url, f"redis-cli -u {url}"
+    url = shared_server(STATE / "redis")
+    socket = url.removeprefix("unix://").split("?")[0]
+    return url, f"redis-cli -s {socket}"
+
+
+def _tail(process: ServiceProcess, lines: int = 15) -> str:
+    return "\n".join(process.log().splitlines()[-lines:])
+
+
+def run_suite(*, tenants: int, block_time: str) -> int:
+    logs = STATE / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    redis_url, redis_cli = _redis_url()
+    devnet = DevnetProcess(STATE / "devnet", block_time=block_time)
+    kube = KubeSimProcess(STATE / "kubesim", None, "--nodes", str(KUBESIM_NODES))
+    processes: list[ServiceProcess] = [devnet, kube]
+    typer.echo("starting the devnet and kubesim…")
+    devnet.start()
+    kube.start()
+    provider = Provider(devnet, redis_url, logs, scales=PRICES)
+    provider.cluster_env = {
+        "AP_CLUSTER_BACKEND": "kube",
+        "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
+        "AP_CLUSTER_STORAGE": "beta2=2Ti,beta3=2Ti",
+    }
+    provider.bidengine_env = {"AP_BID_TIMEOUT": "5m"}
+    typer.echo("starting the relay, the cluster service and the bid engine…")
+    provider.start()
+    processes += list(provider.processes.values())
+    simulate = ["simulate", "--home", str(devnet.home), "--sdl-dir", str(TEMPLATES)]
+    tenants_process = ServiceProcess(
+        [sys.executable, "-m", "akdevnet", *simulate, "--tenants", str(tenants), "--hold", "60"],
+        log_path=logs / "tenants.log",
+        ready=lambda: True,
+        env={**os.environ, "AKDEVNET_KEY_PASSPHRASE": "devnet"},
+        name="tenants",
+    )
+    tenants_process.start()
+    processes.append(tenants_process)
+    typer.echo(_summary(provider, kube, redis_cli))
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    code = 0
+    while not stop.wait(1.0):
+        dead = [p for p in processes if not p.running()]
+        if dead:
+            for process in dead:
+                typer.echo(f"\n{process.name} stopped unexpectedly; the end of its log:", err=True)
+                typer.echo(_tail(process), err=True)
+            code = 1
+            break
+    typer.echo("\nstopping…")
+    for process in reversed(processes):
+        try:
+            process.stop()
+        except Exception as exc:  # stop the others whatever happens
+            typer.echo(f"could not stop {process.name}: {exc}", err=True)
+    return code
+
+
+def _summary(provider: Provider, kube: KubeSimProcess, redis_cli: str) -> str:
+    devnet = provider.devnet
+    home = devnet.home
+    return f"""
+The provider suite is running (Ctrl-C stops everything).
+
+  chain (devnet)   RPC {devnet.rpc_url}   LCD {devnet.lcd_url}   home {home}
+  kubesim          {kube.url}   kubeconfig {kube.kubeconfig}
+  chain relay      {provider.processes["relay"].health_url}/readyz
+  cluster          {provider.cluster().health_url}/readyz   (/metrics: provider_inventory_*)
+  bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
+  tenants          simulated, deploying templates from {TEMPLATES}
+  logs             {STATE / "logs"}/*.log
+
+Watch the bids:
+  {redis_cli} XRANGE akash.provider.bidengine.events - +
+  {redis_cli} XREVRANGE akash.provider.bidengine.events + - COUNT 5
+  {redis_cli} XRANGE akash.provider.cluster.status - +
+  uv run python -m akdevnet events --home {home} | tail
+  uv run python -m akdevnet tenant bids DSEQ --home {home}
+  uv run akash-provider bid screen deploy.yaml          (why would it bid, or not?)
+"""
