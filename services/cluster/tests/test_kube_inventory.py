@@ -22,7 +22,8 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, StorageV1Api
 
-from akcluster.adapters.kube import KubeInventory, capacity_of, gpu_model, parse_quantity
+from akcluster.adapters.kube import KubeInventory
+from akcluster.adapters.kube_objects import capacity_of, gpu_model, parse_quantity
 from akcluster.domain.inventory import Capacity, GPUModel, Inventory, Node, StoragePool
 from akservice.testing import eventually, free_port
 from kubesim import kubeconfig
