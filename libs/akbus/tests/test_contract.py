@@ -523,6 +523,54 @@ async def test_concurrent_read_modify_write_bodies_are_isolated(bus: Bus) -> Non
     assert await bus.backend.hgetall("totals") == {"n": "25"}
 
 
+async def test_guarded_commits_apply_only_while_the_guard_holds(bus: Bus) -> None:
+    async def writes(tx: BusTx) -> None:
+        tx.state.set("version", "1")
+        tx.state.hset("records", {"a": "x", "b": "y"})
+        tx.state.sadd("members", "a", "b")
+        tx.state.zadd("deadlines", {"a": 1.5})
+        tx.state.set("short", "v", ex=60)
+        tx.state.incrby("count", 2)
+        tx.publish(streams.CLUSTER_COMMANDS, UnreserveResources(order_id=order_id(3)))
+
+    assert await bus.apply_if("version", None, writes)  # absent, as expected
+    assert await bus.backend.get("version") == "1"
+    assert await bus.backend.hgetall("records") == {"a": "x", "b": "y"}
+    assert await bus.backend.smembers("members") == {"a", "b"}
+    assert await bus.backend.zrangebyscore("deadlines", 0, 2) == [("a", 1.5)]
+    assert await bus.backend.get("count") == "2"
+    assert await bus.backend.length(streams.CLUSTER_COMMANDS) == 1
+    assert not await bus.apply_if("version", None, writes)  # no longer absent
+    assert not await bus.apply_if("version", "0", writes)  # another value
+    assert await bus.backend.get("count") == "2"
+    assert await bus.backend.length(streams.CLUSTER_COMMANDS) == 1
+
+    async def bump(tx: BusTx) -> None:
+        tx.state.set("version", "2")
+        tx.state.delete("short")
+        tx.state.hdel("records", "a")
+
+    assert await bus.apply_if("version", "1", bump)
+    assert await bus.backend.get("short") is None
+    assert await bus.backend.hgetall("records") == {"b": "y"}
+
+    async def reads(tx: BusTx) -> None:
+        await tx.state.get("version")
+
+    with pytest.raises(TypeError, match="cannot read"):
+        await bus.apply_if("version", "2", reads)
+
+
+async def test_concurrent_guarded_commits_let_one_through(bus: Bus) -> None:
+    async def claim(tx: BusTx) -> None:
+        tx.state.set("owner", "me")
+        tx.state.incrby("claims", 1)
+
+    results = await asyncio.gather(*(bus.apply_if("owner", None, claim) for _ in range(10)))
+    assert sorted(results) == [False] * 9 + [True]
+    assert await bus.backend.get("claims") == "1"
+
+
 # -- retained status ----------------------------------------------------------------------
 
 

@@ -69,7 +69,7 @@ async def buses(redis_url: str) -> AsyncIterator[list[Bus]]:
 
 
 def replica(bus: Bus, name: str, inventory: Inventory = TEN_CPUS) -> tuple[Reservations, object]:
-    res = Reservations(lambda: inventory, levels=CommitLevels(), node_ports=100, ips=0)
+    res = Reservations(bus, lambda: inventory, levels=CommitLevels(), node_ports=100, ips=0)
     sub = bus.subscriber(CLUSTER_COMMANDS, group="cluster", consumer=name)
     sub.add(ReserveResources, res.reserve)
     sub.add(UnreserveResources, res.unreserve)

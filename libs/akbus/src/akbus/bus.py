@@ -196,6 +196,25 @@ class Bus:
 
         await self.backend.transact(run)
 
+    async def apply_if(
+        self,
+        guard: str,
+        expected: str | None,
+        body: TxFn,
+        *,
+        cause: Envelope[Any] | None = None,
+    ) -> bool:
+        """Commit ``body``'s writes only while ``guard`` still holds ``expected`` (None:
+        while it is absent), in one round trip; False when it changed (read it again).
+
+        ``body`` may only write: it runs once, before the check, on what the caller read.
+        """
+
+        async def run(tx: Tx) -> None:
+            await body(BusTx(tx, self, cause))
+
+        return await self.backend.apply_if(guard, expected, run)
+
     # -- retained status ------------------------------------------------------------------
     async def publish_status(self, service: str, payload: Payload) -> str:
         """Publish ``service``'s latest status; only the last few entries are kept."""

@@ -442,6 +442,16 @@ class MemoryBackend:
             self._set(marker, "1", ttl_s)
             return True
 
+    async def apply_if(self, guard: str, expected: str | None, body: TxBody) -> bool:
+        async with self._lock:
+            if self._store.alive(guard) != expected:
+                return False
+            tx = _WriteOnlyTx(self)
+            await body(tx)
+            for command in tx.queued:
+                command()
+            return True
+
     async def transact(self, body: TxBody) -> None:
         async with self._lock:
             tx = MemoryTx(self)
@@ -454,3 +464,22 @@ class MemoryBackend:
 
     async def close(self) -> None:
         self.closed = True
+
+
+class _WriteOnlyTx(MemoryTx):
+    """A guarded commit's transaction: writes only, as on Redis."""
+
+    async def get(self, key: str) -> str | None:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+
+    async def hget(self, key: str, field: str) -> str | None:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+
+    async def smembers(self, key: str) -> set[str]:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+
+    async def exists(self, key: str) -> bool:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")

@@ -4,9 +4,11 @@ Every Redis failure that means "not reachable right now" (connection refused or 
 timeouts, the server loading its AOF, a replica during failover) becomes
 :class:`~akbus.errors.ConnectionLost`, which callers retry with backoff.
 
-Two operations run as Lua scripts, each one command and atomic: ``xadd_many`` (a batch of
-entries in one command and one reply, far cheaper for the client than a pipeline of XADDs)
-and ``delete_idle_consumers`` (the "no pending entries" check and the deletion together).
+Three operations run as Lua scripts, each one command and atomic: ``xadd_many`` (a batch of
+entries in one command and one reply, far cheaper for the client than a pipeline of XADDs),
+``delete_idle_consumers`` (the "no pending entries" check and the deletion together) and
+``apply_if`` (writes committed only while a guard key holds the value the caller read: a
+compare-and-set in one round trip, where WATCH/GET/MULTI/EXEC takes three).
 ``read_group`` sends the acknowledgements it is given and its XREADGROUP in one pipeline.
 """
 
@@ -30,7 +32,7 @@ from akbus.backend import (
 from akbus.embedded import shared_server
 from akbus.errors import ConnectionLost
 from akbus.redis_connection import connect
-from akbus.redis_tx import RedisTx
+from akbus.redis_tx import APPLY_IF, CommandTx, RedisTx
 from akbus.settings import RedisSettings, redact
 
 _UNREACHABLE = (
@@ -116,6 +118,7 @@ class RedisBackend:
         self.description = description
         self._xadd_many = client.register_script(_XADD_MANY)
         self._delete_idle_consumers = client.register_script(_DELETE_IDLE_CONSUMERS)
+        self._apply_if = client.register_script(APPLY_IF)
 
     @classmethod
     def from_settings(cls, settings: RedisSettings) -> RedisBackend:
@@ -412,6 +415,13 @@ class RedisBackend:
                     return True
                 except rexc.WatchError:
                     continue  # a key the body read changed meanwhile: run it again
+
+    async def apply_if(self, guard: str, expected: str | None, body: TxBody) -> bool:
+        tx = CommandTx()
+        await body(tx)
+        args = tx.script_args(expected)
+        done = await self._call(self._apply_if, keys=[guard], args=args)
+        return bool(done)
 
     async def ping(self) -> None:
         await self._call(self._r.ping)

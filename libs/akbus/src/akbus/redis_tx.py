@@ -92,3 +92,100 @@ class RedisTx:
         self.queued.append(
             lambda p: p.xadd(stream, values, maxlen=maxlen, approximate=maxlen is not None)
         )
+
+
+# KEYS[1] the guard key. ARGV[1] "1" when the guard must be absent, else "0" and ARGV[2] the
+# value it must hold; then commands, each as its argument count followed by the arguments.
+APPLY_IF = """
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+local i = 3
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return 1
+"""
+
+
+class CommandTx:
+    """Writes recorded as Redis commands, for a guarded commit in one script call.
+
+    Reads are refused: a guarded commit trusts what its caller read before (the guard key's
+    value), and re-checks only that.
+    """
+
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+
+    def _refuse(self) -> None:
+        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+
+    async def get(self, key: str) -> str | None:
+        self._refuse()
+        return None
+
+    async def hget(self, key: str, field: str) -> str | None:
+        self._refuse()
+        return None
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        self._refuse()
+        return {}
+
+    async def smembers(self, key: str) -> set[str]:
+        self._refuse()
+        return set()
+
+    async def exists(self, key: str) -> bool:
+        self._refuse()
+        return False
+
+    def set(self, key: str, value: str, *, ex: int | None = None) -> None:
+        self.commands.append(["SET", key, value, *(["EX", str(ex)] if ex else [])])
+
+    def delete(self, *keys: str) -> None:
+        self.commands.append(["DEL", *keys])
+
+    def hset(self, key: str, mapping: Mapping[str, str]) -> None:
+        self.commands.append(["HSET", key, *(x for kv in mapping.items() for x in kv)])
+
+    def hdel(self, key: str, *fields: str) -> None:
+        self.commands.append(["HDEL", key, *fields])
+
+    def hincrby(self, key: str, field: str, amount: int = 1) -> None:
+        self.commands.append(["HINCRBY", key, field, str(amount)])
+
+    def incrby(self, key: str, amount: int = 1) -> None:
+        self.commands.append(["INCRBY", key, str(amount)])
+
+    def sadd(self, key: str, *members: str) -> None:
+        self.commands.append(["SADD", key, *members])
+
+    def srem(self, key: str, *members: str) -> None:
+        self.commands.append(["SREM", key, *members])
+
+    def zadd(self, key: str, mapping: Mapping[str, float]) -> None:
+        pairs = (x for member, score in mapping.items() for x in (repr(float(score)), member))
+        self.commands.append(["ZADD", key, *pairs])
+
+    def zrem(self, key: str, *members: str) -> None:
+        self.commands.append(["ZREM", key, *members])
+
+    def expire(self, key: str, seconds: int) -> None:
+        self.commands.append(["EXPIRE", key, str(seconds)])
+
+    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
+        trim = ["MAXLEN", "~", str(maxlen)] if maxlen is not None else []
+        self.commands.append(["XADD", stream, *trim, "*", *(x for kv in fields.items() for x in kv)])
+
+    def script_args(self, expected: str | None) -> list[str]:
+        args = ["1", ""] if expected is None else ["0", expected]
+        for command in self.commands:
+            args += [str(len(command)), *command]
+        return args

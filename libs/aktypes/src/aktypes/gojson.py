@@ -15,7 +15,7 @@ import json
 import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 MAX_UINT32 = 2**32 - 1
 
@@ -33,6 +33,13 @@ _GO_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
 _LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
+def _go_empty(value: Any) -> bool:
+    """Go's ``omitempty``: zero, false, empty string, nil, empty slice or map."""
+    return value is None or (
+        not isinstance(value, BaseModel) and value in (0, "", False) or value == [] or value == {}
+    )
+
+
 class GoModel(BaseModel):
     """A frozen model serialised like the Go struct it mirrors."""
 
@@ -42,14 +49,18 @@ class GoModel(BaseModel):
 
     _omitempty: ClassVar[frozenset[str]] = frozenset()
 
-    @model_serializer(mode="wrap")
-    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for key in self._omitempty:
-                if key in data and data[key] in (None, 0, "", [], {}, False):
-                    del data[key]
-        return data
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Drop ``omitempty`` fields when empty, as Go does, through pydantic's ``exclude_if``
+        (a per-field check inside the Rust serializer: far cheaper than a Python wrap)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for name, info in cls.model_fields.items():
+            if (info.alias or name) in cls._omitempty and info.exclude_if is None:
+                info.exclude_if = _go_empty
+                changed = True
+        if changed:
+            cls.model_rebuild(force=True)
 
     def go_dict(self) -> Any:
         """JSON-ready data with Go's field names."""

@@ -145,27 +145,39 @@ class Orders:
         order_id: str,
         body: Callable[[OrderRecord | None, BusTx], OrderRecord | None],
         cause: Envelope[Any] | None,
+        *,
+        absent: bool = False,
     ) -> tuple[OrderRecord | None, OrderRecord | None]:
-        """Run ``body`` on the stored record; store what it returns. (before, after)"""
-        seen: dict[str, OrderRecord | None] = {}
+        """Run ``body`` on the stored record; store what it returns. (before, after)
 
-        async def transaction(tx: BusTx) -> None:
-            raw = await tx.state.get(record_key(order_id))
+        One guarded write: it commits only if the record is still the one ``body`` saw,
+        else the record is read again and ``body`` runs again. ``absent``: the caller has
+        just seen that there is no record (saves reading it).
+        """
+        key = record_key(order_id)
+        raw: str | None = None
+        while True:
+            if not absent:
+                raw = await self.bus.backend.get(key)
+            absent = False
             before = OrderRecord.model_validate_json(raw) if raw else None
-            after = body(before, tx)
-            seen["before"], seen["after"] = before, after
-            if after is None or after is before:
-                return
-            ttl = FINAL_TTL_S if after.final else None
-            tx.state.set(record_key(order_id), after.model_dump_json(), ex=ttl)
-            if after.final:
-                tx.state.srem(ACTIVE_KEY, order_id)
-                tx.state.zrem(DEADLINES_KEY, order_id)
-            else:
-                tx.state.sadd(ACTIVE_KEY, order_id)
+            after: OrderRecord | None = None
 
-        await self.bus.transact(transaction, cause=cause)
-        before, after = seen.get("before"), seen.get("after")
+            async def write(tx: BusTx, before: OrderRecord | None = before) -> None:
+                nonlocal after
+                after = body(before, tx)
+                if after is None or after is before:
+                    return
+                ttl = FINAL_TTL_S if after.final else None
+                tx.state.set(key, after.model_dump_json(), ex=ttl)
+                if after.final:
+                    tx.state.srem(ACTIVE_KEY, order_id)
+                    tx.state.zrem(DEADLINES_KEY, order_id)
+                else:
+                    tx.state.sadd(ACTIVE_KEY, order_id)
+
+            if await self.bus.apply_if(key, raw, write, cause=cause):
+                break
         if after is not None and (before is None or before.state != after.state):
             log.info(
                 "order %s: %s -> %s",
@@ -263,7 +275,7 @@ class Orders:
                 updated_at=self.clock(),
             )
 
-        before, _ = await self._step(str(order_id), body, cause)
+        before, _ = await self._step(str(order_id), body, cause, absent=True)
         if before is not None and before.state in ("declined", "closed", "failed"):
             await self._unreserve(ask, order_id)  # another path finished it meanwhile
 
@@ -273,6 +285,9 @@ class Orders:
         if kind != "create-bid":
             return
         now = self.clock()
+        # The bid's time runs from its commit (as the relay reported it), not from this
+        # handler: a bid that landed while the engine was down gets no extra time.
+        landed = min(now, msg.envelope.time.timestamp())
 
         def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
             if before is None or before.state not in ("bidding", "closing"):
@@ -284,7 +299,7 @@ class Orders:
                 placed = BidPlaced(bid_id=bid_id, price=before.price, deposit=before.deposit)
                 tx.publish(BIDENGINE_EVENTS, placed)
             if self.policy.bid_timeout > 0:
-                tx.state.zadd(DEADLINES_KEY, {order: now + self.policy.bid_timeout})
+                tx.state.zadd(DEADLINES_KEY, {order: landed + self.policy.bid_timeout})
             return before.to("open", now)
 
         before, after = await self._step(order, body, msg.envelope)

@@ -1,11 +1,11 @@
 """The cluster's commands: reserve, unreserve, look up and screen, each answered on the bus.
 
 Reservations live in one Redis hash (``akcluster:reservations``, a field per order) with a
-version counter beside it. Every command runs as one optimistic transaction: it reads the
-counter (watched), works on the ledger at that version — the one in memory when no one
-else changed it, else reloaded — and writes the reservation, the new version and the reply
-together. Two cluster replicas on one Redis therefore never both grant the last of the
-capacity: the second transaction sees the first's version and runs again on fresh data.
+version beside it. A command works on the ledger in memory and commits the reservation, the
+next version and the reply in one guarded write (:meth:`akbus.Bus.apply_if`): only if the
+stored version is still the one the ledger was read at. When another replica moved it on,
+the ledger is read again and the command decided again, so two cluster replicas on one
+Redis never both grant the last of the capacity; a single replica pays one round trip.
 A reservation is written before the reply leaves, so a crash after the reply loses nothing,
 and a crash before it leaves the command pending for redelivery, where it finds the
 reservation already made (by order id) and answers with it.
@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from akbus import BusTx, Message
+from akbus import Bus, BusTx, Message
 from akcluster import metrics
 from akcluster.domain.inventory import Inventory
 from akcluster.domain.ledger import Ledger, Reservation
-from akcluster.domain.placement import CommitLevels, NoFit, place
+from akcluster.domain.placement import CommitLevels, Free, NoFit, place
 from akcluster.errors import NoInventory
 from aktypes.events import (
     GroupScreened,
@@ -46,6 +47,7 @@ class Reservations:
 
     def __init__(
         self,
+        bus: Bus,
         inventory: Callable[[], Inventory | None],
         *,
         levels: CommitLevels,
@@ -53,12 +55,15 @@ class Reservations:
         ips: int,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.bus = bus
         self._inventory = inventory
         self.levels = levels
         self.node_ports = node_ports
         self.ips = ips
         self._clock = clock
-        self.ledger = Ledger(version=-1)  # nothing loaded yet
+        self.ledger = Ledger()
+        self._version: str | None = None  # the stored version the ledger was read at
+        self._stale = True
         self._lock = asyncio.Lock()
 
     def inventory(self) -> Inventory:
@@ -67,62 +72,82 @@ class Reservations:
             raise NoInventory("no inventory yet: the cluster is still being listed")
         return current
 
-    async def _at_current_version(self, tx: BusTx) -> Ledger:
-        version = int(await tx.state.get(VERSION_KEY) or 0)
-        if version == self.ledger.version:
-            return self.ledger
-        return Ledger.load(await tx.state.hgetall(RESERVATIONS_KEY), version)
+    async def _load(self) -> None:
+        """Read the ledger and its version together (a consistent snapshot)."""
+        seen: dict[str, Any] = {}
 
-    async def refresh(self, get: Callable[[str], Any], hgetall: Callable[[str], Any]) -> Ledger:
-        """Reload the ledger if another replica changed it (for status; outside commands)."""
-        version = int(await get(VERSION_KEY) or 0)
-        if version != self.ledger.version:
+        async def read(tx: BusTx) -> None:
+            seen["version"] = await tx.state.get(VERSION_KEY)
+            seen["stored"] = await tx.state.hgetall(RESERVATIONS_KEY)
+
+        await self.bus.transact(read)
+        self._version = seen["version"]
+        self.ledger = Ledger.load(seen["stored"], int(self._version or 0))
+        self._stale = False
+
+    async def refresh(self) -> Ledger:
+        """The ledger, read again if another replica changed it (for status and screening)."""
+        if self._stale or await self.bus.backend.get(VERSION_KEY) != self._version:
             async with self._lock:
-                self.ledger = Ledger.load(await hgetall(RESERVATIONS_KEY), version)
+                if self._stale or await self.bus.backend.get(VERSION_KEY) != self._version:
+                    await self._load()
         return self.ledger
 
-    def free(self, ledger: Ledger, inventory: Inventory) -> Any:
+    def free(self, ledger: Ledger, inventory: Inventory) -> Free:
         return ledger.free(inventory, node_ports=self.node_ports, ips=self.ips)
+
+    async def _decide(
+        self, msg: Message[Any], decide: Callable[[Ledger, BusTx], Change | None]
+    ) -> Change | None:
+        """Run ``decide`` on the ledger and commit what it wrote, guarded by the version."""
+        async with self._lock:
+            while True:
+                if self._stale:
+                    await self._load()
+                ledger, change = self.ledger, None
+
+                async def body(tx: BusTx, ledger: Ledger = ledger) -> None:
+                    nonlocal change
+                    change = decide(ledger, tx)
+                    if change is not None:
+                        tx.state.set(VERSION_KEY, str(ledger.version + 1))
+
+                if await msg.bus.apply_if(VERSION_KEY, self._version, body, cause=msg.envelope):
+                    if change is not None:
+                        change.apply(ledger)
+                        ledger.version += 1
+                        self._version = str(ledger.version)
+                    return change
+                self._stale = True  # another replica wrote: read again, decide again
 
     # -- commands -------------------------------------------------------------------------
     async def reserve(self, msg: Message[ReserveResources]) -> None:
         order_id, group = msg.payload.order_id, msg.payload.group
         key = str(order_id)
         inventory = self.inventory()
-        seen: dict[str, Any] = {}
+        result = ""
 
-        async def body(tx: BusTx) -> None:
-            seen.clear()
-            ledger = seen["ledger"] = await self._at_current_version(tx)
+        def decide(ledger: Ledger, tx: BusTx) -> Change | None:
+            nonlocal result
             existing = ledger.get(key)
             if existing is not None:
                 tx.reply(ResourcesReserved(order_id=order_id, allocated=existing.allocated))
-                seen["result"] = "existing"
-                return
+                result = "existing"
+                return None
             outcome = place(group, self.free(ledger, inventory), self.levels)
             if isinstance(outcome, NoFit):
-                tx.reply(
-                    ReservationFailed(
-                        order_id=order_id, code=outcome.code, reason="; ".join(outcome.reasons)
-                    )
-                )
-                seen["result"] = outcome.code
-                return
+                reason = "; ".join(outcome.reasons)
+                tx.reply(ReservationFailed(order_id=order_id, code=outcome.code, reason=reason))
+                result = outcome.code
+                return None
             reservation = Reservation.of(key, group, outcome, self._clock())
             tx.state.hset(RESERVATIONS_KEY, {key: reservation.model_dump_json()})
-            tx.state.incrby(VERSION_KEY, 1)
             tx.reply(ResourcesReserved(order_id=order_id, allocated=list(outcome.allocated)))
-            seen["new"] = reservation
-            seen["result"] = "success"
+            result = "success"
+            return Change(add=reservation)
 
-        async with self._lock:
-            await msg.bus.transact(body, cause=msg.envelope)
-            ledger: Ledger = seen["ledger"]
-            if "new" in seen:
-                ledger.add(seen["new"])
-                ledger.version += 1
-            self.ledger = ledger
-        metrics.REQUESTS.labels("reserve", seen["result"]).inc()
+        await self._decide(msg, decide)
+        metrics.REQUESTS.labels("reserve", result).inc()
 
     async def unreserve(self, msg: Message[UnreserveResources]) -> None:
         order_id = msg.payload.order_id
@@ -141,53 +166,45 @@ class Reservations:
     async def _remove(
         self, key: str, msg: Message[Any], answer: Callable[[BusTx, bool], None] | None
     ) -> bool:
-        seen: dict[str, Any] = {}
-
-        async def body(tx: BusTx) -> None:
-            ledger = seen["ledger"] = await self._at_current_version(tx)
-            found = seen["found"] = ledger.get(key) is not None
+        def decide(ledger: Ledger, tx: BusTx) -> Change | None:
+            found = ledger.get(key) is not None
             if found:
                 tx.state.hdel(RESERVATIONS_KEY, key)
-                tx.state.incrby(VERSION_KEY, 1)
             if answer is not None:
                 answer(tx, found)
+            return Change(remove=key) if found else None
 
-        async with self._lock:
-            await msg.bus.transact(body, cause=msg.envelope)
-            ledger: Ledger = seen["ledger"]
-            if seen["found"]:
-                ledger.remove(key)
-                ledger.version += 1
-            self.ledger = ledger
-        return bool(seen["found"])
+        return await self._decide(msg, decide) is not None
 
     async def lookup(self, msg: Message[LookupReservation]) -> None:
         order_id, group_name = msg.payload.order_id, msg.payload.group_name
-
-        async def body(tx: BusTx) -> None:
-            raw = await tx.state.hget(RESERVATIONS_KEY, str(order_id))
-            found = raw is not None
-            allocated = []
-            if raw is not None:
-                reservation = Reservation.model_validate_json(raw)
-                found = not group_name or reservation.group.name == group_name
-                allocated = reservation.allocated if found else []
-            tx.reply(ReservationFound(order_id=order_id, found=found, allocated=allocated))
-
-        await msg.bus.transact(body, cause=msg.envelope)
+        reservation = (await self.refresh()).get(str(order_id))
+        found = reservation is not None and (not group_name or reservation.group.name == group_name)
+        allocated = reservation.allocated if found and reservation is not None else []
+        await msg.reply(ReservationFound(order_id=order_id, found=found, allocated=allocated))
         metrics.REQUESTS.labels("lookup", "success").inc()
 
     async def screen(self, msg: Message[ScreenGroup]) -> None:
         inventory = self.inventory()
-
-        async def body(tx: BusTx) -> None:
-            ledger = await self._at_current_version(tx)
-            outcome = place(msg.payload.group, self.free(ledger, inventory), self.levels)
-            if isinstance(outcome, NoFit):
-                reasons = [f"{outcome.code}: {reason}" for reason in outcome.reasons]
-                tx.reply(GroupScreened(passed=False, reasons=reasons))
-            else:
-                tx.reply(GroupScreened(passed=True, allocated=list(outcome.allocated)))
-
-        await msg.bus.transact(body, cause=msg.envelope)
+        ledger = await self.refresh()
+        outcome = place(msg.payload.group, self.free(ledger, inventory), self.levels)
+        if isinstance(outcome, NoFit):
+            reasons = [f"{outcome.code}: {reason}" for reason in outcome.reasons]
+            await msg.reply(GroupScreened(passed=False, reasons=reasons))
+        else:
+            await msg.reply(GroupScreened(passed=True, allocated=list(outcome.allocated)))
         metrics.REQUESTS.labels("screen", "success").inc()
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a command did to the ledger, applied in memory once it is committed."""
+
+    add: Reservation | None = None
+    remove: str | None = None
+
+    def apply(self, ledger: Ledger) -> None:
+        if self.add is not None:
+            ledger.add(self.add)
+        if self.remove is not None:
+            ledger.remove(self.remove)

@@ -70,7 +70,6 @@ async def publish_status(
 ) -> None:
     """Status every interval; an ``InventoryChanged`` event when the inventory changed."""
     last_event: InventoryChanged | None = None
-    backend = rt.bus.backend
     while True:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(rt.settings.cluster_status_interval):
@@ -82,7 +81,7 @@ async def publish_status(
         if inventory is None:
             continue
         with contextlib.suppress(ConnectionLost):
-            ledger = await res.refresh(backend.get, backend.hgetall)
+            ledger = await res.refresh()
             free = res.free(ledger, inventory)
             allocatable = inventory.allocatable()
             available = ResourceTotals(
@@ -147,6 +146,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
             retry_on=(TimeoutError,),
         )
     res = Reservations(
+        rt.bus,
         view.get,
         levels=CommitLevels(
             cpu=settings.overcommit_pct_cpu,
