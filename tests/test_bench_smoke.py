@@ -24,3 +24,24 @@ def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
     systems = {line.split("  ")[0].strip() for line in lines[2:-1]}
     assert systems == {"raw loop", "raw batched", "akbus", "FastStream"}
     assert sum(1 for line in lines if line.startswith("akbus ")) == 2  # 1 and 4 consumers
+
+
+def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bidengine.py"), "--rate", "50", "--seconds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    number = r"\d+\.\d\d"
+    assert re.fullmatch(
+        rf"bidengine p50_ms={number} p99_ms={number} orders_per_s={number} "
+        rf"bus_hop_p99_ms={number}",
+        lines[-1],
+    )
+    assert "CreateBid per order: 50/50 exactly one, 0 none, 0 more than one" in lines
+    rows = [re.match(r"(bus hop|bidengine) +50 +(\d+) ", line) for line in lines]
+    assert {(m[1], m[2]) for m in rows if m} == {("bus hop", "50"), ("bidengine", "50")}
