@@ -2,12 +2,16 @@
 
 ``provider`` starts, on a devnet and a Redis of the test's own, the chain relay, a cluster
 service (null backend, the nodes below) and the bid engine, each as a subprocess; tests
-read the chain (LCD) and the streams to see what they did.
+read the chain (LCD) and the streams to see what they did. :func:`frozen` pauses one of
+them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from akbus import Bus
 from akchainsvc.testing import RelayProcess
 from akcluster.testing import ClusterProcess
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
+from akservice.testing import ServiceProcess
 from aktypes.events import Envelope, envelope_from_fields
 
 NODES = """
@@ -89,6 +94,11 @@ class Provider:
         process: BidEngineProcess = self.processes["bidengine"]
         return process
 
+    @property
+    def relay(self) -> RelayProcess:
+        process: RelayProcess = self.processes["relay"]
+        return process
+
     def cluster(self, index: int = 0) -> ClusterProcess:
         process: ClusterProcess = self.processes[f"cluster-{index}"]
         return process
@@ -97,6 +107,21 @@ class Provider:
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()
+
+
+@contextlib.contextmanager
+def frozen(process: ServiceProcess) -> Iterator[None]:
+    """``process`` stopped (SIGSTOP) for the block: it holds what it has read and does
+    nothing. It runs on (SIGCONT) after the block, unless it was killed meanwhile."""
+    pid = process.pid
+    if pid is None:
+        raise RuntimeError(f"{process.name} is not running")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        if process.running() and process.pid == pid:
+            os.kill(pid, signal.SIGCONT)
 
 
 async def stream(bus: Bus, name: str) -> list[Envelope[Any]]:
