@@ -26,7 +26,7 @@ app.add_typer(bid.app, name="bid")
 
 @app.command()
 def run(
-    tenants: Annotated[int, typer.Option(min=0, max=50, help="simulated tenants")] = 2,
+    tenants: Annotated[int, typer.Option(min=0, max=50, help="simulated tenants")] = 3,
     block_time: Annotated[str, typer.Option(help="the devnet's block time")] = "500ms",
 ) -> None:
     """Run the whole provider suite on embedded defaults, each part as its own process."""

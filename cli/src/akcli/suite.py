@@ -22,7 +22,6 @@ from akbus.embedded import shared_server
 from akcli.testing import Provider
 from akdevnet.testing import DevnetProcess
 from akservice.testing import ServiceProcess
-from kubesim.testing import KubeSimProcess
 
 STATE = Path(".akash-provider")
 TEMPLATES = Path("libs/aktypes/tests/data/awesome-akash")
@@ -54,19 +53,14 @@ def run_suite(*, tenants: int, block_time: str) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     redis_url, redis_cli = _redis_url()
     devnet = DevnetProcess(STATE / "devnet", block_time=block_time)
-    kube = KubeSimProcess(STATE / "kubesim", None, "--nodes", str(KUBESIM_NODES))
-    processes: list[ServiceProcess] = [devnet, kube]
-    typer.echo("starting the devnet and kubesim…")
+    processes: list[ServiceProcess] = [devnet]
+    typer.echo("starting the devnet…")
     devnet.start()
-    kube.start()
-    provider = Provider(devnet, redis_url, logs, scales=PRICES)
-    provider.cluster_env = {
-        "AP_CLUSTER_BACKEND": "kube",
-        "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
-        "AP_CLUSTER_STORAGE": "beta2=2Ti,beta3=2Ti",
-    }
-    provider.bidengine_env = {"AP_BID_TIMEOUT": "5m"}
-    typer.echo("starting the relay, the cluster service and the bid engine…")
+    provider = Provider(
+        devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
+        scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"},
+    )  # fmt: skip
+    typer.echo("starting kubesim, the relay, the cluster service and the bid engine…")
     provider.start()
     processes += list(provider.processes.values())
     simulate = ["simulate", "--home", str(devnet.home), "--sdl-dir", str(TEMPLATES)]
@@ -79,7 +73,7 @@ def run_suite(*, tenants: int, block_time: str) -> int:
     )
     tenants_process.start()
     processes.append(tenants_process)
-    typer.echo(_summary(provider, kube, redis_cli))
+    typer.echo(_summary(provider, redis_cli))
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -101,9 +95,10 @@ def run_suite(*, tenants: int, block_time: str) -> int:
     return code
 
 
-def _summary(provider: Provider, kube: KubeSimProcess, redis_cli: str) -> str:
+def _summary(provider: Provider, redis_cli: str) -> str:
     devnet = provider.devnet
     home = devnet.home
+    kube = provider.kubesim
     return f"""
 The provider suite is running (Ctrl-C stops everything).
 

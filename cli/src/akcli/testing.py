@@ -1,9 +1,10 @@
 """The provider suite as real processes, for cross-service tests.
 
-``provider`` starts, on a devnet and a Redis of the test's own, the chain relay, a cluster
-service (null backend, the nodes below) and the bid engine, each as a subprocess; tests
-read the chain (LCD) and the streams to see what they did. :func:`frozen` pauses one of
-them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
+``Provider`` starts, on a devnet and a Redis of the test's own, kubesim running the nodes
+below, the chain relay, a cluster service (``kube`` backend on kubesim; or the ``null``
+backend on the same nodes) and the bid engine, each as a subprocess; tests read the chain
+(LCD) and the streams to see what they did. ``akash-provider run`` starts the same.
+:func:`frozen` pauses one of them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from akbidengine.testing import BidEngineProcess
 from akbus import Bus
 from akchainsvc.testing import RelayProcess
@@ -23,6 +26,7 @@ from akcluster.testing import ClusterProcess
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akservice.testing import ServiceProcess
 from aktypes.events import Envelope, envelope_from_fields
+from kubesim.testing import KubeSimProcess
 
 NODES = """
 nodes:
@@ -34,8 +38,6 @@ nodes:
     ephemeral-storage: 2Ti
     storage-classes: [beta2]
     gpus: {vendor: nvidia, model: a100, count: 8, memory: 80Gi, interface: sxm}
-storage:
-  beta2: 8Ti
 """
 
 SCALES = {
@@ -57,12 +59,27 @@ class Provider:
     bidengine_env: dict[str, str] = field(default_factory=dict)
     cluster_env: dict[str, str] = field(default_factory=dict)
     nodes: str = NODES
+    storage: str = "beta2=8Ti"  # persistent storage pools, AP_CLUSTER_STORAGE's syntax
+    backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
     scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
     processes: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *, clusters: int = 1) -> Provider:
         inventory = self.tmp / "nodes.yaml"
         inventory.write_text(self.nodes)
+        cluster_env = dict(self.cluster_env)
+        if self.backend == "kube":
+            kube = KubeSimProcess(self.tmp / "kubesim", None, "--nodes", str(inventory))
+            self.processes["kubesim"] = kube
+            cluster_env = {
+                "AP_CLUSTER_BACKEND": "kube",
+                "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
+                "AP_CLUSTER_STORAGE": self.storage,
+                **cluster_env,
+            }
+        else:
+            pools = dict(p.split("=") for p in self.storage.split(",") if p)
+            inventory.write_text(self.nodes + "\n" + yaml.safe_dump({"storage": pools}))
         self.processes["relay"] = RelayProcess(
             redis_url=self.redis_url,
             node=self.devnet.rpc_url,
@@ -77,7 +94,7 @@ class Provider:
                 log_path=self.tmp / f"cluster-{i}.log",
                 inventory_file=inventory,
                 instance=str(i),
-                extra_env=self.cluster_env,
+                extra_env=cluster_env,
             )
         self.processes["bidengine"] = BidEngineProcess(
             redis_url=self.redis_url,
@@ -97,6 +114,11 @@ class Provider:
     @property
     def relay(self) -> RelayProcess:
         process: RelayProcess = self.processes["relay"]
+        return process
+
+    @property
+    def kubesim(self) -> KubeSimProcess:
+        process: KubeSimProcess = self.processes["kubesim"]
         return process
 
     def cluster(self, index: int = 0) -> ClusterProcess:
