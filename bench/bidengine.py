@@ -4,9 +4,11 @@ One Redis (started here, or ``--redis-url``) carries everything:
 
 - the cluster service as a real subprocess (``python -m akcluster``, null backend, a nodes
   file big enough for every order), which answers the bid engine's reservations;
-- the bid engine in this process: ``akbidengine.handlers.Orders`` on an in-memory chain
-  (``MemoryChain``) that holds every order, subscribed to ``akash.chain.events`` as
-  ``akbidengine.service.start`` does (group ``bidengine``, partitioned by order);
+- the bid engine in a process of its own (this script with ``--engine-worker``), as in
+  production: ``akbidengine.handlers.Orders`` on an in-memory chain (``MemoryChain``) that
+  holds every order, subscribed to ``akash.chain.events`` as ``akbidengine.service.start``
+  does (group ``bidengine``, partitioned by order); in this process with ``--profile`` or
+  ``--sections``, which look inside it;
 - a recorder instead of the chain relay's transaction pipeline: a consumer (group
   ``recorder``) of ``akash.provider.chain.tx`` that notes when each order's
   ``create-bid/<order>`` BroadcastTx arrives;
@@ -41,6 +43,8 @@ import logging
 import math
 import os
 import pstats
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -157,9 +161,9 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def usage(url: str, cluster_pid: int | None) -> tuple[dict[str, float], Counter[str]]:
-    """CPU seconds used so far by this process, the cluster service and Redis; and how
-    many times Redis ran each command."""
+async def usage(url: str, pids: dict[str, int | None]) -> tuple[dict[str, float], Counter[str]]:
+    """CPU seconds used so far by this process, the bid engine's and the cluster's
+    processes and Redis; and how many times Redis ran each command."""
     client = aioredis.Redis.from_url(url)
     try:
         cpu = await client.info("cpu")
@@ -168,7 +172,7 @@ async def usage(url: str, cluster_pid: int | None) -> tuple[dict[str, float], Co
         await client.aclose()
     used = {
         "here": time.process_time(),
-        "cluster": cpu_seconds(cluster_pid),
+        **{name: cpu_seconds(pid) for name, pid in pids.items()},
         "redis": float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
     }
     calls = Counter({k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()})
@@ -182,13 +186,13 @@ async def drive(
     send: Callable[[int], Coroutine[Any, Any, object]],
     *,
     url: str,
-    cluster_pid: int | None = None,
+    pids: dict[str, int | None] | None = None,
 ) -> None:
     """The paced load, then the wait for its results; what it cost in CPU, by process."""
-    cpu, calls = await usage(url, cluster_pid)
+    cpu, calls = await usage(url, pids or {})
     await paced(run, rate, keys, send)
     await settle(run, 10.0)
-    cpu_after, calls_after = await usage(url, cluster_pid)
+    cpu_after, calls_after = await usage(url, pids or {})
     run.cpu = {name: cpu_after[name] - cpu[name] for name in cpu}
     run.commands = calls_after - calls
 
@@ -351,30 +355,20 @@ class Engine:
     sections: Sections | None
 
 
-async def bidengine(
-    url: str,
-    rate: float,
-    ids: list[OrderID],
-    spec: GroupSpec,
-    cluster_pid: int | None,
-    *,
-    sections: bool,
-) -> Engine:
-    run = Run("bidengine")
+def engine_subscriber(url: str, ids: list[OrderID], spec: GroupSpec) -> tuple[Bus, Orders, Any]:
+    """The bid engine as ``akbidengine.service.start`` wires it, on an in-memory chain."""
     chain = MemoryChain(
         orders={str(i): Order(id=i, state="open", spec=spec, created_at=0) for i in ids},
         record=provider_record(spec),
     )
-    facts = Facts(chain, PROVIDER, ())
-    await facts.refresh()
-    engine_bus, bench_bus = connect(url, "bidengine"), connect(url, "bench")
+    bus = connect(url, "bidengine")
     orders = Orders(
-        engine_bus,
+        bus,
         chain,
         ScaleStrategy.from_settings(
             cpu="0.001", memory="0.01", storage="0.01", endpoint="1", ip="0", gpu=""
         ),
-        facts,
+        Facts(chain, PROVIDER, ()),
         BidPolicy(
             provider=PROVIDER,
             deposit=Coin.parse("500000uakt"),
@@ -383,13 +377,53 @@ async def bidengine(
             tenants=TenantPolicy(),
         ),
     )
-    timing = Sections(run) if sections else None
-    if timing is not None:
-        timing.instrument(orders)
-    events = engine_bus.subscriber(
+    events = bus.subscriber(
         CHAIN_EVENTS, group="bidengine", consumer="bench-0", partition_key=order_of
     )
     events.add(OrderCreated, orders.on_order_created)
+    return bus, orders, events
+
+
+async def engine_worker(url: str, count: int) -> None:
+    """``--engine-worker``: the bid engine in a process of its own, until SIGTERM."""
+    bus, orders, events = engine_subscriber(url, order_ids(count), group())
+    await orders.facts.refresh()
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with running(events):
+        print("ready", flush=True)
+        await stop.wait()
+    await bus.close()
+
+
+def order_ids(count: int) -> list[OrderID]:
+    return [
+        OrderID(owner=address(1 + n % OWNERS), dseq=1000 + n, gseq=1, oseq=1) for n in range(count)
+    ]
+
+
+async def bidengine(
+    url: str,
+    rate: float,
+    ids: list[OrderID],
+    spec: GroupSpec,
+    pids: dict[str, int | None],
+    *,
+    sections: bool,
+    in_process: bool,
+) -> Engine:
+    run = Run("bidengine")
+    bench_bus = connect(url, "bench")
+    subscribers = []
+    timing = None
+    engine_bus = None
+    if in_process:
+        engine_bus, orders, events = engine_subscriber(url, ids, spec)
+        await orders.facts.refresh()
+        timing = Sections(run) if sections else None
+        if timing is not None:
+            timing.instrument(orders)
+        subscribers.append(events)
     recorder = bench_bus.subscriber(CHAIN_TX, group="recorder", consumer="r0")
 
     async def record(msg: Message[BroadcastTx]) -> None:
@@ -398,14 +432,16 @@ async def bidengine(
             run.arrived(order)
 
     recorder.add(BroadcastTx, record)
+    subscribers.append(recorder)
 
     async def send(i: int) -> str:
         created = OrderCreated(order_id=ids[i], height=100 + i, tx_index=0, event_index=0)
         return await bench_bus.publish(CHAIN_EVENTS, created)
 
-    async with running(events, recorder):
-        await drive(run, rate, [str(i) for i in ids], send, url=url, cluster_pid=cluster_pid)
-    await engine_bus.close()
+    async with running(*subscribers):
+        await drive(run, rate, [str(i) for i in ids], send, url=url, pids=pids)
+    if engine_bus is not None:
+        await engine_bus.close()
     await bench_bus.close()
     if timing is not None:
         timing.finish()
@@ -438,9 +474,8 @@ class Outcome:
 async def measure(url: str, rate: float, count: int, *, profile: bool, sections: bool) -> Outcome:
     hop = await bus_hop(url, rate, count)
     spec = group()
-    ids = [
-        OrderID(owner=address(1 + n % OWNERS), dseq=1000 + n, gseq=1, oseq=1) for n in range(count)
-    ]
+    ids = order_ids(count)
+    in_process = profile or sections  # both look inside the engine: it runs here then
     profiler = cProfile.Profile() if profile else None
     with tempfile.TemporaryDirectory(prefix="bench-bidengine-") as tmp:
         nodes = Path(tmp) / "nodes.yaml"
@@ -452,13 +487,29 @@ async def measure(url: str, rate: float, count: int, *, profile: bool, sections:
             extra_env=production_timings(),
         )
         cluster.start()
+        worker = None
+        if not in_process:
+            worker = subprocess.Popen(  # noqa: S603 - this very script
+                [sys.executable, __file__, "--engine-worker", url, str(count)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert worker.stdout is not None  # noqa: S101 - set by PIPE
+            if worker.stdout.readline().strip() != "ready":
+                sys.exit("the bid engine worker did not start")
+        pids = {"cluster": cluster.pid, "engine": worker.pid if worker else None}
         try:
             if profiler is not None:
                 profiler.enable()
-            engine = await bidengine(url, rate, ids, spec, cluster.pid, sections=sections)
+            engine = await bidengine(
+                url, rate, ids, spec, pids, sections=sections, in_process=in_process
+            )
             if profiler is not None:
                 profiler.disable()
         finally:
+            if worker is not None:
+                worker.terminate()
+                worker.wait(10)
             cluster.stop()
     await asyncio.sleep(0.2)
     bids = await create_bids(url)
@@ -507,9 +558,9 @@ def table(runs: list[Run], seconds: float) -> str:
 
     header = (
         *("phase", "events", "done", "events/s", "p50 ms", "p99 ms", "max ms", "late ms"),
-        *("cpu ms/event: here", "cluster", "redis"),
+        *("cpu ms/event: here", "engine", "cluster", "redis"),
     )
-    widths = (10, 7, 7, 9, 8, 8, 8, 8, 19, 8, 6)
+    widths = (10, 7, 7, 9, 8, 8, 8, 8, 19, 7, 8, 6)
     rows = [header] + [
         (
             r.name,
@@ -521,6 +572,7 @@ def table(runs: list[Run], seconds: float) -> str:
             f"{r.percentile(1.0):.2f}",
             f"{r.late * 1000:.2f}",
             cpu(r, "here"),
+            cpu(r, "engine"),
             cpu(r, "cluster"),
             cpu(r, "redis"),
         )
@@ -535,8 +587,9 @@ def table(runs: list[Run], seconds: float) -> str:
     ]
     notes = (
         f"(offered for {seconds:g} s; late: worst publish behind its schedule; cpu: CPU time "
-        "used during the phase per event done, by this process (load, recorder and, for "
-        "bidengine, the engine), the cluster service and Redis)"
+        "used during the phase per event done, by this process (the load and the recorder; "
+        "the engine too with --profile or --sections), the bid engine's process, the cluster "
+        "service and Redis)"
     )
     for r in runs:
         done = max(1, len(r.seen))
@@ -561,8 +614,14 @@ def main() -> None:
     parser.add_argument(
         "--sections", action="store_true", help="time each step of an order (wraps handlers)"
     )
+    parser.add_argument(
+        "--engine-worker", nargs=2, metavar=("URL", "ORDERS"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.engine_worker:
+        asyncio.run(engine_worker(args.engine_worker[0], int(args.engine_worker[1])))
+        return
     count = max(1, round(args.rate * args.seconds))
 
     if args.redis_url:
