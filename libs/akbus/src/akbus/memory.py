@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from akbus.backend import (
     ConsumerInfo,
@@ -469,17 +470,7 @@ class MemoryBackend:
 class _WriteOnlyTx(MemoryTx):
     """A guarded commit's transaction: writes only, as on Redis."""
 
-    async def get(self, key: str) -> str | None:
+    async def _refuse(self, *_: object, **__: object) -> Any:
         raise TypeError("a guarded commit (apply_if) cannot read; read before it")
 
-    async def hget(self, key: str, field: str) -> str | None:
-        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
-
-    async def hgetall(self, key: str) -> dict[str, str]:
-        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
-
-    async def smembers(self, key: str) -> set[str]:
-        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
-
-    async def exists(self, key: str) -> bool:
-        raise TypeError("a guarded commit (apply_if) cannot read; read before it")
+    get = hget = hgetall = smembers = exists = _refuse

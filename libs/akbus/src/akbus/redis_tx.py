@@ -123,28 +123,10 @@ class CommandTx:
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
 
-    def _refuse(self) -> None:
+    async def _refuse(self, *_: object, **__: object) -> Any:
         raise TypeError("a guarded commit (apply_if) cannot read; read before it")
 
-    async def get(self, key: str) -> str | None:
-        self._refuse()
-        return None
-
-    async def hget(self, key: str, field: str) -> str | None:
-        self._refuse()
-        return None
-
-    async def hgetall(self, key: str) -> dict[str, str]:
-        self._refuse()
-        return {}
-
-    async def smembers(self, key: str) -> set[str]:
-        self._refuse()
-        return set()
-
-    async def exists(self, key: str) -> bool:
-        self._refuse()
-        return False
+    get = hget = hgetall = smembers = exists = _refuse
 
     def set(self, key: str, value: str, *, ex: int | None = None) -> None:
         self.commands.append(["SET", key, value, *(["EX", str(ex)] if ex else [])])
@@ -182,7 +164,8 @@ class CommandTx:
 
     def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
         trim = ["MAXLEN", "~", str(maxlen)] if maxlen is not None else []
-        self.commands.append(["XADD", stream, *trim, "*", *(x for kv in fields.items() for x in kv)])
+        values = (x for kv in fields.items() for x in kv)
+        self.commands.append(["XADD", stream, *trim, "*", *values])
 
     def script_args(self, expected: str | None) -> list[str]:
         args = ["1", ""] if expected is None else ["0", expected]

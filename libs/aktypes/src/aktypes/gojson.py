@@ -35,9 +35,11 @@ _LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 def _go_empty(value: Any) -> bool:
     """Go's ``omitempty``: zero, false, empty string, nil, empty slice or map."""
-    return value is None or (
-        not isinstance(value, BaseModel) and value in (0, "", False) or value == [] or value == {}
-    )
+    if value is None:
+        return True
+    if isinstance(value, BaseModel):
+        return False
+    return value in (0, "", [], {})  # False == 0
 
 
 class GoModel(BaseModel):
