@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from akbus import Bus, RedisSettings
 from akcli.main import app
+from akservice.testing import eventually_sync
+from aktypes.events.streams import BIDENGINE_EVENTS
 
 CORPUS = Path(__file__).parents[2] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 runner = CliRunner()
@@ -153,10 +159,50 @@ def test_groups_table_and_json(tmp_path: Path) -> None:
     assert group["resources"][0]["resource"]["cpu"] == {"units": {"val": "1000"}}
 
 
-def test_run_says_what_exists() -> None:
-    result = runner.invoke(app, ["run"])
-    assert result.exit_code == 1
-    assert "not built yet" in result.output
+def test_run_starts_the_suite_which_bids_and_stops_on_ctrl_c(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """`akash-provider run` as a newcomer runs it: bids appear on the chain, Ctrl-C stops all."""
+    env = {**os.environ, "REDIS_URL": redis_url}
+    command = [
+        sys.executable,
+        "-m",
+        "akcli",
+        "run",
+        "--state",
+        str(tmp_path),
+        "--block-time",
+        "200ms",
+    ]
+    suite = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    try:
+        bids = eventually_sync(
+            lambda: _bids_placed(redis_url), timeout_s=90, what="a BidPlaced from the running suite"
+        )
+        assert bids >= 1
+    finally:
+        suite.send_signal(signal.SIGINT)
+        output, _ = suite.communicate(timeout=60)
+    assert suite.returncode == 0, output
+    assert "The provider suite is running" in output
+    assert "XRANGE akash.provider.bidengine.events" in output
+    assert output.rstrip().endswith("stopping…"), output[-2000:]
+    for log in ("bidengine", "cluster-0", "relay"):
+        assert '"stopped"' in (tmp_path / "logs" / f"{log}.log").read_text()
+
+
+def _bids_placed(redis_url: str) -> int:
+    async def count() -> int:
+        bus = Bus.connect(RedisSettings(url=redis_url), producer="test")
+        try:
+            entries = await bus.backend.entries(BIDENGINE_EVENTS)
+        finally:
+            await bus.close()
+        return sum(1 for e in entries if e.fields.get("type") == "bid.placed")
+
+    return asyncio.run(count())
 
 
 def test_module_entry_point() -> None:

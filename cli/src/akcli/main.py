@@ -6,6 +6,7 @@ above every other package: it may use the libraries, and starts services as proc
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -28,8 +29,11 @@ app.add_typer(bid.app, name="bid")
 def run(
     tenants: Annotated[int, typer.Option(min=0, max=50, help="simulated tenants")] = 3,
     block_time: Annotated[str, typer.Option(help="the devnet's block time")] = "500ms",
+    state: Annotated[
+        Path, typer.Option(help="folder of the chain, Redis, kubesim and logs")
+    ] = Path(".akash-provider"),
 ) -> None:
     """Run the whole provider suite on embedded defaults, each part as its own process."""
     from akcli.suite import run_suite  # noqa: PLC0415 - imports every service's package
 
-    raise typer.Exit(code=run_suite(tenants=tenants, block_time=block_time))
+    raise typer.Exit(code=run_suite(tenants=tenants, block_time=block_time, state=state))

@@ -24,8 +24,9 @@ from akdevnet.testing import DevnetProcess
 from akservice.testing import ServiceProcess
 
 STATE = Path(".akash-provider")
-TEMPLATES = Path("libs/aktypes/tests/data/awesome-akash")
-KUBESIM_NODES = Path("libs/kubesim/examples/nodes.yaml")
+ROOT = Path(__file__).resolve().parents[3]  # the repository (the workspace is installed editable)
+TEMPLATES = ROOT / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
+KUBESIM_NODES = ROOT / "libs" / "kubesim" / "examples" / "nodes.yaml"
 PRICES = {  # per block, in the order's denomination; the templates offer 1 000–100 000
     "AP_BID_PRICE_CPU_SCALE": "0.001",
     "AP_BID_PRICE_MEMORY_SCALE": "0.01",
@@ -35,11 +36,11 @@ PRICES = {  # per block, in the order's denomination; the templates offer 1 000�
 }
 
 
-def _redis_url() -> tuple[str, str]:
+def _redis_url(state: Path) -> tuple[str, str]:
     url = os.environ.get("REDIS_URL", "")
     if url:
         return url, f"redis-cli -u {url}"
-    url = shared_server(STATE / "redis")
+    url = shared_server(state / "redis")
     socket = url.removeprefix("unix://").split("?")[0]
     return url, f"redis-cli -s {socket}"
 
@@ -48,11 +49,11 @@ def _tail(process: ServiceProcess, lines: int = 15) -> str:
     return "\n".join(process.log().splitlines()[-lines:])
 
 
-def run_suite(*, tenants: int, block_time: str) -> int:
-    logs = STATE / "logs"
+def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
+    logs = state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    redis_url, redis_cli = _redis_url()
-    devnet = DevnetProcess(STATE / "devnet", block_time=block_time)
+    redis_url, redis_cli = _redis_url(state)
+    devnet = DevnetProcess(state / "devnet", block_time=block_time)
     processes: list[ServiceProcess] = [devnet]
     typer.echo("starting the devnet…")
     devnet.start()
@@ -73,7 +74,7 @@ def run_suite(*, tenants: int, block_time: str) -> int:
     )
     tenants_process.start()
     processes.append(tenants_process)
-    typer.echo(_summary(provider, redis_cli))
+    typer.echo(_summary(provider, redis_cli, logs))
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -95,7 +96,7 @@ def run_suite(*, tenants: int, block_time: str) -> int:
     return code
 
 
-def _summary(provider: Provider, redis_cli: str) -> str:
+def _summary(provider: Provider, redis_cli: str, logs: Path) -> str:
     devnet = provider.devnet
     home = devnet.home
     kube = provider.kubesim
@@ -107,8 +108,8 @@ The provider suite is running (Ctrl-C stops everything).
   chain relay      {provider.processes["relay"].health_url}/readyz
   cluster          {provider.cluster().health_url}/readyz   (/metrics: provider_inventory_*)
   bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
-  tenants          simulated, deploying templates from {TEMPLATES}
-  logs             {STATE / "logs"}/*.log
+  tenants          simulated, deploying Akash's templates (libs/aktypes/tests/data/awesome-akash)
+  logs             {logs}/*.log
 
 Watch the bids:
   {redis_cli} XRANGE akash.provider.bidengine.events - +
