@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import logging
 import math
@@ -70,6 +71,7 @@ from akbus.testing import running
 from akchain.models import Order
 from akcluster.settings import ClusterSettings
 from akcluster.testing import ClusterProcess
+from akservice.runtime import GC_THRESHOLDS
 from aktypes.coin import Coin
 from aktypes.events import BroadcastTx, OrderClosed, OrderCreated, envelope_from_fields
 from aktypes.events.streams import CHAIN_EVENTS, CHAIN_TX
@@ -391,6 +393,8 @@ async def engine_worker(url: str, count: int) -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with running(events):
+        gc.freeze()  # as the service runtime does once a service has started
+        gc.set_threshold(*GC_THRESHOLDS)
         print("ready", flush=True)
         await stop.wait()
     await bus.close()
@@ -472,6 +476,7 @@ class Outcome:
 
 
 async def measure(url: str, rate: float, count: int, *, profile: bool, sections: bool) -> Outcome:
+    gc.freeze()
     hop = await bus_hop(url, rate, count)
     spec = group()
     ids = order_ids(count)
@@ -619,6 +624,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    gc.set_threshold(*GC_THRESHOLDS)  # every process here runs as a service would (akservice)
     if args.engine_worker:
         asyncio.run(engine_worker(args.engine_worker[0], int(args.engine_worker[1])))
         return

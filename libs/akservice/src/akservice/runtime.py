@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import time
@@ -45,6 +46,11 @@ from aktypes.events import Payload
 
 S = TypeVar("S", bound=BaseSettings)
 T = TypeVar("T")
+GC_THRESHOLDS = (20_000, 50, 100)
+"""Young collections every 20 000 allocations instead of 700, older ones rarer still: a
+service allocates a few hundred objects per event, and each collection pass stalls every
+handler in the process (the bid engine's p99 latency halved; bench/bidengine.py)."""
+
 log = logging.getLogger("akservice")
 
 PROBE_INTERVAL_S = 2.0
@@ -258,6 +264,8 @@ class Runtime(Generic[S]):
             self.supervise(sub.run(), f"consume-{sub.stream}")
             self._consuming.append(sub)
         self._started = True
+        gc.freeze()  # what start-up built lives as long as the process: keep it out of GC passes
+        gc.set_threshold(*GC_THRESHOLDS)
         log.info("%s ready", self.spec.title)
         stop = asyncio.create_task(self.stopping.wait())
         done, _ = await asyncio.wait([stop, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
