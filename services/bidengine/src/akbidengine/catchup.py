@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from akbidengine.domain.order import DEADLINES_KEY, OrderRecord, State, record_key
 from akbidengine.errors import ChainUnavailable
@@ -86,7 +87,9 @@ async def catch_up(orders: Orders, session: str, *, concurrency: int = 16) -> in
     return seen
 
 
-async def keep_catching_up(orders: Orders, session: str, interval: float, sleep: object) -> None:
+async def keep_catching_up(
+    orders: Orders, session: str, interval: float, sleep: Callable[[float], Awaitable[bool]]
+) -> None:
     """Catch up now and every ``interval``; a failing query is retried after 1, 2, 4… 60 s."""
     pause = 1.0
     rounds = 0
@@ -99,5 +102,5 @@ async def keep_catching_up(orders: Orders, session: str, interval: float, sleep:
             log.warning("catch-up failed; retrying", extra={"error": str(exc)})
             wait, pause = pause, min(pause * 2, 60.0)
         rounds += 1
-        if not await sleep(wait):  # type: ignore[operator]
+        if not await sleep(wait):
             return

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from akbidengine import metrics
 from akbidengine.adapters.chain import ChainQueries
@@ -66,7 +66,6 @@ from aktypes.events.streams import BIDENGINE_EVENTS, CHAIN_TX, CLUSTER_COMMANDS
 from aktypes.ids import OrderID
 
 log = logging.getLogger("akbidengine")
-R = TypeVar("R", bound=Payload)
 Ask = Callable[[Payload, Any], Awaitable[Any]]
 """Send a command to the cluster and wait for its reply (one of the given types)."""
 
@@ -122,7 +121,7 @@ class Orders:
             try:
                 if msg is not None:
                     return await msg.request(CLUSTER_COMMANDS, command, expect, timeout_s=10.0)
-                seed = f"{scope}\0{count}\0{command.type}"  # type: ignore[attr-defined]
+                seed = f"{scope}\0{count}\0{getattr(command, 'type', '')}"
                 return await self.bus.request(
                     CLUSTER_COMMANDS,
                     command,
