@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from akbus import Bus, BusTx, Message
+from akbus import Bus, BusTx, Message, RetryableError
 from akcluster import metrics
 from akcluster.domain.inventory import Inventory
 from akcluster.domain.ledger import Ledger, Reservation
@@ -65,6 +65,7 @@ class Reservations:
         self._version: str | None = None  # the stored version the ledger was read at
         self._stale = True
         self._lock = asyncio.Lock()
+        self._queue: list[_Pending] = []
 
     def inventory(self) -> Inventory:
         current = self._inventory()
@@ -99,26 +100,56 @@ class Reservations:
     async def _decide(
         self, msg: Message[Any], decide: Callable[[Ledger, BusTx], Change | None]
     ) -> Change | None:
-        """Run ``decide`` on the ledger and commit what it wrote, guarded by the version."""
+        """Run ``decide`` on the ledger and commit what it wrote, guarded by the version.
+
+        Commands that arrive while a commit is under way queue up, and the next holder of
+        the lock decides them all, in order, and commits them in one guarded write: under
+        load the cluster pays one round trip per batch, not per command.
+        """
+        pending = _Pending(msg, decide, asyncio.get_running_loop().create_future())
+        self._queue.append(pending)
         async with self._lock:
+            if not pending.done.done():
+                batch, self._queue = self._queue, []
+                await self._commit(batch)
+        return pending.done.result()
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        try:
             while True:
                 if self._stale:
                     await self._load()
-                ledger, change = self.ledger, None
+                ledger = self.ledger
+                changes: list[Change | None] = []
 
-                async def body(tx: BusTx, ledger: Ledger = ledger) -> None:
-                    nonlocal change
-                    change = decide(ledger, tx)
-                    if change is not None:
+                async def body(
+                    tx: BusTx, ledger: Ledger = ledger, changes: list[Change | None] = changes
+                ) -> None:
+                    changes.clear()
+                    for item in batch:
+                        change = item.decide(ledger, BusTx(tx.state, self.bus, item.msg.envelope))
+                        if change is not None:
+                            change.apply(ledger)  # the next decision sees this one
+                        changes.append(change)
+                    if any(c is not None for c in changes):
                         tx.state.set(VERSION_KEY, str(ledger.version + 1))
 
-                if await msg.bus.apply_if(VERSION_KEY, self._version, body, cause=msg.envelope):
-                    if change is not None:
-                        change.apply(ledger)
+                if await self.bus.apply_if(VERSION_KEY, self._version, body):
+                    if any(c is not None for c in changes):
                         ledger.version += 1
                         self._version = str(ledger.version)
-                    return change
+                    for item, change in zip(batch, changes, strict=True):
+                        item.done.set_result(change)
+                    return
                 self._stale = True  # another replica wrote: read again, decide again
+        finally:
+            if not all(item.done.done() for item in batch):
+                # interrupted (shutdown, Redis gone): the ledger may hold decisions that were
+                # not committed; read it again, and let each command run again
+                self._stale = True
+                for item in batch:
+                    if not item.done.done():
+                        item.done.set_exception(RetryableError("not committed; try again"))
 
     # -- commands -------------------------------------------------------------------------
     async def reserve(self, msg: Message[ReserveResources]) -> None:
@@ -194,6 +225,15 @@ class Reservations:
         else:
             await msg.reply(GroupScreened(passed=True, allocated=list(outcome.allocated)))
         metrics.REQUESTS.labels("screen", "success").inc()
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A command waiting for the next commit."""
+
+    msg: Message[Any]
+    decide: Callable[[Ledger, BusTx], Change | None]
+    done: asyncio.Future[Change | None]
 
 
 @dataclass(frozen=True)
