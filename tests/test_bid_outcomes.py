@@ -14,7 +14,7 @@ from typing import Any
 
 from akbus import Bus
 from akchain import msgs
-from akcli.testing import Provider, stream
+from akcli.testing import Provider, sdl, sdl_text, stream
 from akcluster.handlers import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
@@ -29,99 +29,7 @@ from aktypes.events import (
     ScreenBid,
 )
 from aktypes.events.streams import BIDENGINE_COMMANDS, BIDENGINE_EVENTS
-from aktypes.sdl import SDL, parse_sdl
 from aktypes.testing import address
-
-SDL_TEXT = """
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        as: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources:
-        cpu:
-          units: {cpu}
-        memory:
-          size: 512Mi
-        storage:
-          size: 1Gi
-  placement:
-    dc:
-      attributes: {{host: akash}}
-      pricing:
-        web:
-          denom: uact
-          amount: 100000
-deployment:
-  web:
-    dc:
-      profile: web
-      count: {count}
-"""
-
-
-def sdl(
-    *,
-    cpu: float = 1,
-    count: int = 1,
-    gpu: str = "",
-    attributes: str = "",
-    signed_by: str = "",
-) -> SDL:
-    """A one-service SDL; the keyword arguments make it ask for what a test needs."""
-    gpu_block = (
-        f"""
-        gpu:
-          units: 1
-          attributes:
-            vendor:
-              nvidia:
-                - model: {gpu}"""
-        if gpu
-        else ""
-    )
-    text = f"""
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        as: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources:
-        cpu:
-          units: {cpu}
-        memory:
-          size: 512Mi
-        storage:
-          size: 1Gi{gpu_block}
-  placement:
-    dc:
-      {attributes or "attributes: {host: akash}"}
-      {signed_by}
-      pricing:
-        web:
-          denom: uact
-          amount: 100000
-deployment:
-  web:
-    dc:
-      profile: web
-      count: {count}
-"""
-    return parse_sdl(text)
 
 
 async def events(bus: Bus, kind: type[Any]) -> list[Any]:
@@ -301,8 +209,8 @@ async def test_the_bid_screen_command_prints_the_answer(
     provider.start()
     await eventually(lambda: _ready(provider), timeout_s=30, what="bid engine ready")
     fits, too_big = tmp_path / "fits.yaml", tmp_path / "too-big.yaml"
-    fits.write_text(SDL_TEXT.format(cpu=2, count=1))
-    too_big.write_text(SDL_TEXT.format(cpu=60, count=3))
+    fits.write_text(sdl_text(cpu=2))
+    too_big.write_text(sdl_text(cpu=60, count=3))
     env = {**os.environ, "REDIS_URL": provider.redis_url}
     command = [sys.executable, "-m", "akcli", "bid", "screen", "--json"]
 

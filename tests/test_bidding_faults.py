@@ -19,6 +19,7 @@ from akbus import Bus
 from akbus.keys import reply_key
 from akchain import msgs
 from akcli.testing import Provider, frozen, stream
+from akcli.testing import sdl as harness_sdl
 from akcluster.domain.ledger import Reservation
 from akcluster.handlers import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
@@ -49,47 +50,13 @@ from aktypes.events.streams import (
 from aktypes.groupspec import GroupSpec, ResourceUnit
 from aktypes.ids import DeploymentID, OrderID
 from aktypes.resources import CPU, Memory, Resources, Storage, rv
-from aktypes.sdl import SDL, parse_sdl
+from aktypes.sdl import SDL
 from aktypes.testing import address
 
 
-def sdl(*, cpu: float = 0.1, attributes: str = "", signed_by: str = "") -> SDL:
-    """A small one-service SDL (0.1 CPU, 128Mi): many of them fit the test's nodes."""
-    text = f"""
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        as: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources:
-        cpu:
-          units: {cpu}
-        memory:
-          size: 128Mi
-        storage:
-          size: 256Mi
-  placement:
-    dc:
-      {attributes or "attributes: {host: akash}"}
-      {signed_by}
-      pricing:
-        web:
-          denom: uact
-          amount: 100000
-deployment:
-  web:
-    dc:
-      profile: web
-      count: 1
-"""
-    return parse_sdl(text)
+def sdl(**asked: Any) -> SDL:
+    """A small SDL (0.1 CPU, 128Mi, 256Mi of storage): many of them fit the test's nodes."""
+    return harness_sdl(**{"cpu": 0.1, "memory": "128Mi", "storage": "256Mi", **asked})
 
 
 def order_of(deployment: DeploymentID) -> str:

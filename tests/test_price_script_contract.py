@@ -17,7 +17,7 @@ from typing import Any
 from akbidengine.domain.order import record_key
 from akbidengine.domain.pricing import PriceRequest, script_stdin
 from akbus import Bus
-from akcli.testing import Provider, stream
+from akcli.testing import Provider, sdl, stream
 from akcluster.handlers import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
@@ -25,47 +25,9 @@ from aktypes.coin import Dec
 from aktypes.events import BidDeclined
 from aktypes.events.streams import BIDENGINE_EVENTS
 from aktypes.ids import DeploymentID
-from aktypes.sdl import SDL, parse_sdl
+from aktypes.sdl import SDL
 
 EXAMPLE = Path(__file__).parents[1] / "services" / "bidengine" / "examples" / "price_script.sh"
-
-
-def sdl(*, cpu: float = 1, memory: str = "512Mi", count: int = 1) -> SDL:
-    """A one-service SDL asking for ``cpu`` and ``memory`` (a price script can tell them apart)."""
-    text = f"""
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        as: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources:
-        cpu:
-          units: {cpu}
-        memory:
-          size: {memory}
-        storage:
-          size: 1Gi
-  placement:
-    dc:
-      attributes: {{host: akash}}
-      pricing:
-        web:
-          denom: uact
-          amount: 100000
-deployment:
-  web:
-    dc:
-      profile: web
-      count: {count}
-"""
-    return parse_sdl(text)
 
 
 def script(provider: Provider, body: str, *, timeout: str = "2s", **env: str) -> Path:

@@ -26,6 +26,7 @@ from akcluster.testing import ClusterProcess
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akservice.testing import ServiceProcess
 from aktypes.events import Envelope, envelope_from_fields
+from aktypes.sdl import SDL, parse_sdl
 from kubesim.testing import KubeSimProcess
 
 NODES = """
@@ -148,3 +149,67 @@ def frozen(process: ServiceProcess) -> Iterator[None]:
 
 async def stream(bus: Bus, name: str) -> list[Envelope[Any]]:
     return [envelope_from_fields(e.fields) for e in await bus.backend.entries(name)]
+
+
+def sdl_text(
+    *,
+    cpu: float = 1,
+    memory: str = "512Mi",
+    storage: str = "1Gi",
+    count: int = 1,
+    gpu: str = "",
+    attributes: str = "",
+    signed_by: str = "",
+) -> str:
+    """A one-service SDL (uact, max 100 000 per block); the arguments ask for what a test
+    needs: a GPU ``model``, placement ``attributes: {…}``, ``signedBy: {…}``."""
+    gpu_block = (
+        f"""
+        gpu:
+          units: 1
+          attributes:
+            vendor:
+              nvidia:
+                - model: {gpu}"""
+        if gpu
+        else ""
+    )
+    return f"""
+version: "2.0"
+services:
+  web:
+    image: nginx:1.27
+    expose:
+      - port: 80
+        as: 80
+        to:
+          - global: true
+profiles:
+  compute:
+    web:
+      resources:
+        cpu:
+          units: {cpu}
+        memory:
+          size: {memory}
+        storage:
+          size: {storage}{gpu_block}
+  placement:
+    dc:
+      {attributes or "attributes: {host: akash}"}
+      {signed_by}
+      pricing:
+        web:
+          denom: uact
+          amount: 100000
+deployment:
+  web:
+    dc:
+      profile: web
+      count: {count}
+"""
+
+
+def sdl(**asked: Any) -> SDL:
+    """:func:`sdl_text`, parsed."""
+    return parse_sdl(sdl_text(**asked))
