@@ -7,6 +7,8 @@
 - :class:`ServiceProcess`: a real process with its output in a log file; ``start`` waits
   until ``ready()`` says so (or the process exits: the error carries its log's tail);
   ``stop`` sends a signal and waits; ``kill`` is SIGKILL; ``restart`` both.
+- :class:`RuntimeProcess`: a service on the runtime (``python -m <module>``) with its own
+  health port, fast bus timings and a clean environment.
 - :func:`free_port`; :func:`eventually` and, for threads and synchronous clients,
   :func:`eventually_sync` (both from :mod:`akbus.testing`); :func:`http_ready`.
 """
@@ -17,6 +19,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +32,8 @@ from akbus.embedded import free_port
 from akbus.testing import eventually, eventually_sync
 
 __all__ = [
+    "FAST_BUS_ENV",
+    "RuntimeProcess",
     "ServiceProcess",
     "eventually",
     "eventually_sync",
@@ -146,3 +151,54 @@ class ServiceProcess:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+FAST_BUS_ENV = {
+    "AKBUS_CLAIM_IDLE_S": "1",
+    "AKBUS_CLAIM_INTERVAL_S": "0.2",
+    "AKBUS_RETRY_INITIAL_S": "0.05",
+    "AKBUS_RETRY_MAX_S": "0.5",
+}
+"""Bus timings that make a killed service's entries change hands within about a second."""
+
+
+class RuntimeProcess(ServiceProcess):
+    """``python -m <module>``, a service on the runtime: on a health port of its own, with
+    JSON logs, fast bus timings, and none of the test's own ``AP_*``/``AKBUS_*``/``REDIS_*``
+    settings; ready when its ``/readyz`` says so."""
+
+    def __init__(
+        self,
+        module: str,
+        service: str,
+        *,
+        redis_url: str,
+        log_path: Path,
+        env: Mapping[str, str],
+        name: str | None = None,
+    ) -> None:
+        self.health_port = free_port()
+        inherited = {
+            k: v for k, v in os.environ.items() if not k.startswith(("AP_", "AKBUS_", "REDIS_"))
+        }
+        settings = {
+            "REDIS_URL": redis_url,
+            f"AP_{service.upper()}_HEALTH_LISTEN": f"127.0.0.1:{self.health_port}",
+            "AP_LOG_FORMAT": "json",
+            **FAST_BUS_ENV,
+            **env,
+        }
+        super().__init__(
+            [sys.executable, "-m", module],
+            log_path=log_path,
+            ready=http_ready(f"{self.health_url}/readyz"),
+            env={**inherited, **settings},
+            name=name or service,
+        )
+
+    @property
+    def health_url(self) -> str:
+        return f"http://127.0.0.1:{self.health_port}"
+
+    def readiness(self) -> tuple[int, object]:
+        return http_status(f"{self.health_url}/readyz")

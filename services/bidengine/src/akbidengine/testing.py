@@ -6,20 +6,17 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from akbidengine.adapters.chain import ProviderRecord
 from akchain.models import Bid, Order
-from akservice.testing import ServiceProcess, free_port, http_ready, http_status
+from akservice.testing import RuntimeProcess
 from aktypes.ids import BidID, OrderID
 
 
-class BidEngineProcess(ServiceProcess):
+class BidEngineProcess(RuntimeProcess):
     def __init__(
         self,
         *,
@@ -28,37 +25,15 @@ class BidEngineProcess(ServiceProcess):
         log_path: Path,
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        self.health_port = free_port()
         env = {
-            "REDIS_URL": redis_url,
             "AP_API": api,
-            "AP_BIDENGINE_HEALTH_LISTEN": f"127.0.0.1:{self.health_port}",
             "AP_BIDENGINE_STATUS_INTERVAL": "500ms",
             "AP_BID_PRICE_CPU_SCALE": "0.001",
-            "AP_LOG_FORMAT": "json",
-            "AKBUS_CLAIM_IDLE_S": "1",
-            "AKBUS_CLAIM_INTERVAL_S": "0.2",
-            "AKBUS_RETRY_INITIAL_S": "0.05",
-            "AKBUS_RETRY_MAX_S": "0.5",
             **(extra_env or {}),
         }
-        inherited = {
-            k: v for k, v in os.environ.items() if not k.startswith(("AP_", "AKBUS_", "REDIS_"))
-        }
         super().__init__(
-            [sys.executable, "-m", "akbidengine"],
-            log_path=log_path,
-            ready=http_ready(f"{self.health_url}/readyz"),
-            env={**inherited, **env},
-            name="bidengine",
+            "akbidengine", "bidengine", redis_url=redis_url, log_path=log_path, env=env
         )
-
-    @property
-    def health_url(self) -> str:
-        return f"http://127.0.0.1:{self.health_port}"
-
-    def readiness(self) -> tuple[int, Any]:
-        return http_status(f"{self.health_url}/readyz")
 
 
 @dataclass

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from akbus import Bus
-from akservice.testing import ServiceProcess, free_port, http_ready, http_status
+from akservice.testing import RuntimeProcess
 from aktypes.events import Envelope, envelope_from_fields
 from aktypes.events.streams import CHAIN_EVENTS, CHAIN_RESULTS
 
 
-class RelayProcess(ServiceProcess):
+class RelayProcess(RuntimeProcess):
     """The relay in a subprocess, with fast timings; ``kill()`` is SIGKILL."""
 
     def __init__(
@@ -27,9 +25,7 @@ class RelayProcess(ServiceProcess):
         log_path: Path,
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        self.health_port = free_port()
         env = {
-            "REDIS_URL": redis_url,
             "AP_NODE": node,
             "AP_API": api,
             "AP_KEY_FILE": str(key_file),
@@ -39,33 +35,11 @@ class RelayProcess(ServiceProcess):
             "AP_TX_POLL_INTERVAL": "50ms",
             "AP_TX_BROADCAST_TIMEOUT": "3s",
             "AP_STATUS_INTERVAL": "500ms",
-            "AP_CHAIN_HEALTH_LISTEN": f"127.0.0.1:{self.health_port}",
-            "AP_LOG_FORMAT": "json",
-            "AKBUS_CLAIM_IDLE_S": "1",
-            "AKBUS_CLAIM_INTERVAL_S": "0.2",
-            "AKBUS_RETRY_INITIAL_S": "0.05",
-            "AKBUS_RETRY_MAX_S": "0.5",
             **(extra_env or {}),
         }
         super().__init__(
-            [sys.executable, "-m", "akchainsvc"],
-            log_path=log_path,
-            ready=http_ready(f"{self.health_url}/readyz"),
-            env={**_inherited(), **env},
-            name="relay",
+            "akchainsvc", "chain", redis_url=redis_url, log_path=log_path, env=env, name="relay"
         )
-
-    @property
-    def health_url(self) -> str:
-        return f"http://127.0.0.1:{self.health_port}"
-
-    def readiness(self) -> tuple[int, Any]:
-        return http_status(f"{self.health_url}/readyz")
-
-
-def _inherited() -> dict[str, str]:
-    """The test's environment without settings that would leak into the relay's."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("AP_", "AKBUS_", "REDIS_"))}
 
 
 # -- reading the relay's streams ------------------------------------------------------------
