@@ -521,6 +521,172 @@ def test_wire_forms_are_pinned() -> None:
                     "allocated": [],
                 },
             },
+            "cluster.lease_status": {
+                "type": "cluster.lease_status",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_status",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "service": "web",
+                },
+            },
+            "cluster.lease_manifest": {
+                "type": "cluster.lease_manifest",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_manifest",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                },
+            },
+            "cluster.check_hostnames": {
+                "type": "cluster.check_hostnames",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.check_hostnames",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "hostnames": ["www.example.com"],
+                },
+            },
+            "cluster.lease_status_report": {
+                "type": "cluster.lease_status_report",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_status_report",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "services": {
+                        "web": {
+                            "name": "web",
+                            "available": 1,
+                            "total": 1,
+                            "uris": ["www.example.com"],
+                            "observed_generation": 0,
+                            "replicas": 1,
+                            "updated_replicas": 0,
+                            "ready_replicas": 0,
+                            "available_replicas": 0,
+                        }
+                    },
+                    "forwarded_ports": {
+                        "web": [
+                            {
+                                "host": "provider.example.com",
+                                "port": 22,
+                                "externalPort": 31022,
+                                "proto": "TCP",
+                                "name": "web",
+                            }
+                        ]
+                    },
+                    "ips": {
+                        "web": [
+                            {"Port": 80, "ExternalPort": 80, "Protocol": "TCP", "IP": "203.0.113.7"}
+                        ]
+                    },
+                },
+            },
+            "cluster.lease_manifest_report": {
+                "type": "cluster.lease_manifest_report",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_manifest_report",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "version": "abababababababababababababababababababababababababababababababab",
+                    "group": {
+                        "name": "dcloud",
+                        "services": [
+                            {
+                                "name": "web",
+                                "image": "nginx",
+                                "command": None,
+                                "args": None,
+                                "env": None,
+                                "resources": {
+                                    "id": 1,
+                                    "cpu": {"units": {"val": "500"}},
+                                    "memory": {"size": {"val": "536870912"}},
+                                    "storage": [{"name": "default", "size": {"val": "1073741824"}}],
+                                    "gpu": {"units": {"val": "0"}},
+                                    "endpoints": [{"sequence_number": 0}],
+                                },
+                                "count": 1,
+                                "expose": [
+                                    {
+                                        "port": 80,
+                                        "externalPort": 0,
+                                        "proto": "TCP",
+                                        "service": "",
+                                        "global": True,
+                                        "hosts": None,
+                                        "httpOptions": {
+                                            "maxBodySize": 0,
+                                            "readTimeout": 0,
+                                            "sendTimeout": 0,
+                                            "nextTries": 0,
+                                            "nextTimeout": 0,
+                                        },
+                                        "ip": "",
+                                        "endpointSequenceNumber": 0,
+                                    }
+                                ],
+                                "credentials": None,
+                            }
+                        ],
+                    },
+                },
+            },
+            "cluster.hostnames_checked": {
+                "type": "cluster.hostnames_checked",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.hostnames_checked",
+                    "refused": {"www.example.com": "used by another owner"},
+                },
+            },
+            "cluster.lease_query_failed": {
+                "type": "cluster.lease_query_failed",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_query_failed",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "code": "not_found",
+                    "message": "no such lease",
+                },
+            },
             "deployment.applied": {
                 "type": "deployment.applied",
                 "id": "0123456789abcdef0123456789abcdef",
@@ -829,6 +995,81 @@ def test_wire_forms_are_pinned() -> None:
                     "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
                 },
             },
+            "manifest.submit": {
+                "type": "manifest.submit",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "manifest.submit",
+                    "deployment_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100",
+                    "manifest": [
+                        {
+                            "name": "dcloud",
+                            "services": [
+                                {
+                                    "name": "web",
+                                    "image": "nginx",
+                                    "command": None,
+                                    "args": None,
+                                    "env": None,
+                                    "resources": {
+                                        "id": 1,
+                                        "cpu": {"units": {"val": "500"}},
+                                        "memory": {"size": {"val": "536870912"}},
+                                        "storage": [
+                                            {"name": "default", "size": {"val": "1073741824"}}
+                                        ],
+                                        "gpu": {"units": {"val": "0"}},
+                                        "endpoints": [{"sequence_number": 0}],
+                                    },
+                                    "count": 1,
+                                    "expose": [
+                                        {
+                                            "port": 80,
+                                            "externalPort": 0,
+                                            "proto": "TCP",
+                                            "service": "",
+                                            "global": True,
+                                            "hosts": None,
+                                            "httpOptions": {
+                                                "maxBodySize": 0,
+                                                "readTimeout": 0,
+                                                "sendTimeout": 0,
+                                                "nextTries": 0,
+                                                "nextTimeout": 0,
+                                            },
+                                            "ip": "",
+                                            "endpointSequenceNumber": 0,
+                                        }
+                                    ],
+                                    "credentials": None,
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+            "manifest.accepted": {
+                "type": "manifest.accepted",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "manifest.accepted",
+                    "deployment_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100",
+                    "version": "abababababababababababababababababababababababababababababababab",
+                    "leases": [
+                        "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls"
+                    ],
+                },
+            },
             "withdrawal.requested": {
                 "type": "withdrawal.requested",
                 "id": "0123456789abcdef0123456789abcdef",
@@ -926,6 +1167,38 @@ def test_wire_forms_are_pinned() -> None:
                     },
                     "reservations_pending": 0,
                     "reservations_active": 0,
+                    "nodes": [
+                        {
+                            "name": "node-1",
+                            "allocatable": {
+                                "cpu": 4000,
+                                "gpu": 0,
+                                "memory": 8589934592,
+                                "storage_ephemeral": 68719476736,
+                                "storage": {"beta2": 1099511627776},
+                            },
+                            "available": {
+                                "cpu": 4000,
+                                "gpu": 0,
+                                "memory": 8589934592,
+                                "storage_ephemeral": 68719476736,
+                                "storage": {"beta2": 1099511627776},
+                            },
+                        }
+                    ],
+                    "storage": {"beta2": 1099511627776},
+                    "active": [
+                        {
+                            "cpu": 4000,
+                            "gpu": 0,
+                            "memory": 8589934592,
+                            "storage_ephemeral": 68719476736,
+                            "storage": {"beta2": 1099511627776},
+                        }
+                    ],
+                    "pending": [],
+                    "public_hostname": "provider.example.com",
+                    "kube_version": {"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
                 },
             },
             "manifest.status": {

@@ -34,7 +34,15 @@ from akchain.convert import (
 )
 from aktypes.attributes import Attribute
 from aktypes.coin import Coin, DecCoin
-from aktypes.events import CloseBid, CreateBid, LeaseClosedReason, Send, TxMsg, WithdrawLease
+from aktypes.events import (
+    CloseBid,
+    CreateBid,
+    CreateCertificate,
+    LeaseClosedReason,
+    Send,
+    TxMsg,
+    WithdrawLease,
+)
 from aktypes.events.base import ResourceOffer
 from aktypes.groupspec import GroupSpec
 from aktypes.ids import BidID, DeploymentID, LeaseID
@@ -175,6 +183,8 @@ def from_command(msg: TxMsg, *, sender: str) -> Message:
         return withdraw_lease(msg.lease_id)
     if isinstance(msg, Send):
         return send(sender, msg.to_address, msg.amount)
+    if isinstance(msg, CreateCertificate):
+        return create_certificate(sender, msg.cert_pem.encode(), msg.pubkey_pem.encode())
     raise TypeError(f"no protobuf message for {type(msg).__name__}")  # pragma: no cover
 
 

@@ -42,7 +42,7 @@ from akservice import logs
 from akservice.consumer import ConsumerLease, consumer_name
 from akservice.health import HealthServer, Readiness, StartupError
 from akservice.settings import Config, RuntimeSettings, env_name, runtime_settings
-from aktypes.events import Payload
+from aktypes.events import ChainStatus, Payload
 
 S = TypeVar("S", bound=BaseSettings)
 T = TypeVar("T")
@@ -175,6 +175,25 @@ class Runtime(Generic[S]):
             return await retrying(attempt)
         finally:
             self._awaiting.pop(what, None)
+
+    async def provider_address(self, configured: str = "") -> str:
+        """The provider's account: ``configured`` (``AP_PROVIDER_ADDRESS``) or, when empty,
+        the one the chain relay signs for, from its retained status (waited for)."""
+        if configured:
+            return configured
+
+        async def from_relay() -> str:
+            envelope = await self.bus.status("chain")
+            payload = envelope.payload if envelope is not None else None
+            if not isinstance(payload, ChainStatus) or not payload.provider:
+                raise _NoRelayStatus("the chain relay has not published its status yet")
+            return payload.provider
+
+        return await self.wait_for(
+            "the chain relay's status (the provider's address)",
+            from_relay,
+            retry_on=(_NoRelayStatus, ConnectionLost),
+        )
 
     async def sleep(self, seconds: float) -> bool:
         """Sleep, or return early (False) when the process is stopping."""
@@ -312,6 +331,10 @@ class Runtime(Generic[S]):
         await lease.release()
         await self.bus.close()
         await health.stop()
+
+
+class _NoRelayStatus(Exception):
+    """The chain relay has not said which account it signs for yet."""
 
 
 def _raised(task: asyncio.Task[Any]) -> bool:

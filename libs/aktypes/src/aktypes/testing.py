@@ -15,7 +15,7 @@ from aktypes.address import encode_address
 from aktypes.coin import Coin, Dec, DecCoin
 from aktypes.groupspec import GroupSpec, ResourceUnit
 from aktypes.ids import LeaseID
-from aktypes.manifest import Group, Service, ServiceExpose
+from aktypes.manifest import Group, Manifest, Service, ServiceExpose
 from aktypes.resources import CPU, GPU, Endpoint, Memory, Resources, Storage, rv
 
 AUDITOR = "akash1365yvmc4s7awdyj3n2sav7xfx76adc6dnmlx63"
@@ -263,6 +263,36 @@ def example_payloads() -> list[ev.Payload]:
         ev.ResourcesUnreserved(order_id=order, found=True),
         ev.ReservationFound(order_id=order, found=False),
         ev.GroupScreened(passed=False, reasons=["attributes_mismatch: region"]),
+        ev.GetLeaseStatus(lease_id=lease, service="web"),
+        ev.GetLeaseManifest(lease_id=lease),
+        ev.CheckHostnames(lease_id=lease, hostnames=["www.example.com"]),
+        ev.LeaseStatusReport(
+            lease_id=lease,
+            services={
+                "web": ev.ServiceStatus(
+                    name="web", available=1, total=1, uris=["www.example.com"], replicas=1
+                )
+            },
+            forwarded_ports={
+                "web": [
+                    ev.ForwardedPort(
+                        host="provider.example.com",
+                        port=22,
+                        external_port=31022,
+                        proto="TCP",
+                        name="web",
+                    )
+                ]
+            },
+            ips={
+                "web": [
+                    ev.LeasedIPStatus(port=80, external_port=80, protocol="TCP", ip="203.0.113.7")
+                ]
+            },
+        ),
+        ev.LeaseManifestReport(lease_id=lease, version=hash, group=manifest_group),
+        ev.HostnamesChecked(refused={"www.example.com": "used by another owner"}),
+        ev.LeaseQueryFailed(lease_id=lease, code="not_found", message="no such lease"),
         ev.DeploymentApplied(lease_id=lease, manifest_version=hash, services=["web"]),
         ev.DeploymentHealth(lease_id=lease, state="pending", message="web: 0/1 available"),
         ev.LeaseTornDown(lease_id=lease),
@@ -281,6 +311,8 @@ def example_payloads() -> list[ev.Payload]:
             deployment_id=deployment, code="version_mismatch", reason="hash differs"
         ),
         ev.ManifestTimedOut(lease_id=lease),
+        ev.SubmitManifest(deployment_id=deployment, manifest=Manifest([manifest_group])),
+        ev.ManifestAccepted(deployment_id=deployment, version=hash, leases=[lease]),
         ev.WithdrawalRequested(lease_id=lease, reason="periodic"),
         ev.LeaseOutOfFunds(
             lease_id=lease, balance=DecCoin(denom="uact", amount=Dec(0)), height=1300
@@ -288,7 +320,16 @@ def example_payloads() -> list[ev.Payload]:
         ev.SweepRequested(to_address=auditor, amount=Coin(denom="uakt", amount=10**9)),
         ev.ChainStatus(height=1200, node_height=1203, pending_txs=1, provider=provider),
         ev.BidEngineStatus(orders=4),
-        ev.ClusterStatus(leases=2, allocatable=totals, available=totals),
+        ev.ClusterStatus(
+            leases=2,
+            allocatable=totals,
+            available=totals,
+            nodes=[ev.NodeTotals(name="node-1", allocatable=totals, available=totals)],
+            storage={"beta2": 2**40},
+            active=[totals],
+            public_hostname="provider.example.com",
+            kube_version={"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
+        ),
         ev.ManifestStatus(deployments=2),
         ev.BalanceStatus(leases=2),
         ev.DeadLetter(

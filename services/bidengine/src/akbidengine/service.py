@@ -35,7 +35,6 @@ from aktypes.events import (
     AuditorAttributesChanged,
     BidClosed,
     BidEngineStatus,
-    ChainStatus,
     Envelope,
     LeaseCreated,
     OrderClosed,
@@ -59,14 +58,6 @@ def order_of(envelope: Envelope[Any]) -> str | None:
             return str(ident.order_id) if name != "order_id" else str(ident)
     key = getattr(payload, "key", None)
     return key.partition("/")[2] or key if isinstance(key, str) else None
-
-
-async def relay_address(rt: Runtime[BidSettings]) -> str:
-    envelope = await rt.bus.status("chain")
-    payload = envelope.payload if envelope is not None else None
-    if not isinstance(payload, ChainStatus) or not payload.provider:
-        raise ChainUnavailable("the chain relay has not published its status yet")
-    return payload.provider
 
 
 def strategy_of(settings: BidSettings) -> PricingStrategy:
@@ -99,11 +90,7 @@ async def publish_status(rt: Runtime[BidSettings]) -> None:
 
 async def start(rt: Runtime[BidSettings]) -> None:
     settings = rt.settings
-    address = settings.provider_address or await rt.wait_for(
-        "the chain relay's status (the provider's address)",
-        lambda: relay_address(rt),
-        retry_on=(ChainUnavailable,),
-    )
+    address = await rt.provider_address(settings.provider_address)
     log.info("bid engine for provider %s", address)
     lcd = await rt.resource(LCDClient(settings.api))
     chain = LCDQueries(lcd)

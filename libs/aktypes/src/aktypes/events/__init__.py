@@ -32,11 +32,20 @@ from aktypes.events.chain import (
     ProviderUpdated,
 )
 from aktypes.events.cluster import (
+    CheckHostnames,
     DeploymentApplied,
     DeploymentHealth,
+    ForwardedPort,
+    GetLeaseManifest,
+    GetLeaseStatus,
     GroupScreened,
+    HostnamesChecked,
     InventoryChanged,
+    LeasedIPStatus,
     LeaseFundsMonitor,
+    LeaseManifestReport,
+    LeaseQueryFailed,
+    LeaseStatusReport,
     LeaseTornDown,
     LookupReservation,
     ReservationFailed,
@@ -46,6 +55,7 @@ from aktypes.events.cluster import (
     ResourcesUnreserved,
     ResourceTotals,
     ScreenGroup,
+    ServiceStatus,
     UnreserveResources,
 )
 from aktypes.events.deadletter import DeadLetter
@@ -58,11 +68,13 @@ from aktypes.events.provider import (
     DeclineReason,
     LeaseOutOfFunds,
     LeaseWon,
+    ManifestAccepted,
     ManifestReceived,
     ManifestRejected,
     ManifestTimedOut,
     ProviderBidClosed,
     ScreenBid,
+    SubmitManifest,
     SweepRequested,
     WithdrawalRequested,
 )
@@ -72,11 +84,13 @@ from aktypes.events.status import (
     ChainStatus,
     ClusterStatus,
     ManifestStatus,
+    NodeTotals,
 )
 from aktypes.events.tx import (
     BroadcastTx,
     CloseBid,
     CreateBid,
+    CreateCertificate,
     Send,
     TxCommitted,
     TxFailed,
@@ -101,13 +115,25 @@ CHAIN_EVENT_TYPES = (
     ProviderUpdated,
     AuditorAttributesChanged,
 )
-CLUSTER_COMMAND_TYPES = (ReserveResources, UnreserveResources, LookupReservation, ScreenGroup)
+CLUSTER_COMMAND_TYPES = (
+    ReserveResources,
+    UnreserveResources,
+    LookupReservation,
+    ScreenGroup,
+    GetLeaseStatus,
+    GetLeaseManifest,
+    CheckHostnames,
+)
 CLUSTER_REPLY_TYPES = (
     ResourcesReserved,
     ReservationFailed,
     ResourcesUnreserved,
     ReservationFound,
     GroupScreened,
+    LeaseStatusReport,
+    LeaseManifestReport,
+    HostnamesChecked,
+    LeaseQueryFailed,
 )
 STATUS_TYPES = (ChainStatus, BidEngineStatus, ClusterStatus, ManifestStatus, BalanceStatus)
 
@@ -126,6 +152,7 @@ STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
     streams.BIDENGINE_EVENTS: (BidPlaced, BidDeclined, LeaseWon, ProviderBidClosed),
     streams.BIDENGINE_COMMANDS: (ScreenBid,),
     streams.MANIFEST_EVENTS: (ManifestReceived, ManifestRejected, ManifestTimedOut),
+    streams.MANIFEST_COMMANDS: (SubmitManifest,),
     streams.BALANCE_EVENTS: (WithdrawalRequested, LeaseOutOfFunds, SweepRequested),
 }
 
@@ -157,6 +184,13 @@ Event = Annotated[
     | ResourcesUnreserved
     | ReservationFound
     | GroupScreened
+    | GetLeaseStatus
+    | GetLeaseManifest
+    | CheckHostnames
+    | LeaseStatusReport
+    | LeaseManifestReport
+    | HostnamesChecked
+    | LeaseQueryFailed
     | DeploymentApplied
     | DeploymentHealth
     | LeaseTornDown
@@ -171,6 +205,8 @@ Event = Annotated[
     | ManifestReceived
     | ManifestRejected
     | ManifestTimedOut
+    | SubmitManifest
+    | ManifestAccepted
     | WithdrawalRequested
     | LeaseOutOfFunds
     | SweepRequested
@@ -205,9 +241,11 @@ __all__ = [
     "BroadcastTx",
     "ChainEvent",
     "ChainStatus",
+    "CheckHostnames",
     "CloseBid",
     "ClusterStatus",
     "CreateBid",
+    "CreateCertificate",
     "DeadLetter",
     "DeclineReason",
     "DeploymentApplied",
@@ -217,25 +255,35 @@ __all__ = [
     "DeploymentUpdated",
     "Envelope",
     "Event",
+    "ForwardedPort",
+    "GetLeaseManifest",
+    "GetLeaseStatus",
     "GroupClosed",
     "GroupPaused",
     "GroupScreened",
     "GroupStarted",
+    "HostnamesChecked",
     "InvalidEntryError",
     "InventoryChanged",
     "LeaseClosed",
     "LeaseClosedReason",
     "LeaseCreated",
     "LeaseFundsMonitor",
+    "LeaseManifestReport",
     "LeaseOutOfFunds",
+    "LeaseQueryFailed",
     "LeaseReclaimStarted",
+    "LeaseStatusReport",
     "LeaseTornDown",
     "LeaseWon",
+    "LeasedIPStatus",
     "LookupReservation",
+    "ManifestAccepted",
     "ManifestReceived",
     "ManifestRejected",
     "ManifestStatus",
     "ManifestTimedOut",
+    "NodeTotals",
     "OrderClosed",
     "OrderCreated",
     "Payload",
@@ -251,6 +299,8 @@ __all__ = [
     "ScreenBid",
     "ScreenGroup",
     "Send",
+    "ServiceStatus",
+    "SubmitManifest",
     "SweepRequested",
     "TxCommitted",
     "TxFailed",

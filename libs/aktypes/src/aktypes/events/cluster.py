@@ -11,9 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aktypes.events.base import Count, NonEmptyStr, Payload, ResourceOffer
+from aktypes.events.base import Count, HexHash, NonEmptyStr, Payload, ResourceOffer
+from aktypes.gojson import GoModel
 from aktypes.groupspec import GroupSpec
 from aktypes.ids import LeaseID, OrderID
+from aktypes.manifest.models import Group
 
 # -- commands ----------------------------------------------------------------------------
 
@@ -42,6 +44,29 @@ class ScreenGroup(Payload):
 
     type: Literal["cluster.screen"] = "cluster.screen"
     group: GroupSpec
+
+
+class GetLeaseStatus(Payload):
+    """The status of a lease's workload, read from Kubernetes (one ``service`` if set)."""
+
+    type: Literal["cluster.lease_status"] = "cluster.lease_status"
+    lease_id: LeaseID
+    service: str = ""
+
+
+class GetLeaseManifest(Payload):
+    """The manifest group deployed for a lease, as stored with the deployment."""
+
+    type: Literal["cluster.lease_manifest"] = "cluster.lease_manifest"
+    lease_id: LeaseID
+
+
+class CheckHostnames(Payload):
+    """May these hostnames be used by this lease's deployment? Reserves nothing."""
+
+    type: Literal["cluster.check_hostnames"] = "cluster.check_hostnames"
+    lease_id: LeaseID
+    hostnames: list[str] = Field(default_factory=list)
 
 
 # -- replies -----------------------------------------------------------------------------
@@ -80,6 +105,75 @@ class GroupScreened(Payload):
     passed: bool
     reasons: list[str] = Field(default_factory=list)
     allocated: list[ResourceOffer] = Field(default_factory=list)
+
+
+class ServiceStatus(GoModel):
+    """One service of a lease, with Akash's field names (``GET …/status``)."""
+
+    name: str
+    available: int = 0
+    total: int = 0
+    uris: list[str] | None = None
+    observed_generation: int = 0
+    replicas: int = 0
+    updated_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+
+
+class ForwardedPort(GoModel):
+    """A service port reachable on a node port of the cluster's public host."""
+
+    _omitempty = frozenset({"host"})
+
+    host: str = ""
+    port: int
+    external_port: Annotated[int, Field(alias="externalPort")]
+    proto: str
+    name: str
+
+
+class LeasedIPStatus(GoModel):
+    port: Annotated[int, Field(alias="Port")]
+    external_port: Annotated[int, Field(alias="ExternalPort")]
+    protocol: Annotated[str, Field(alias="Protocol")]
+    ip: Annotated[str, Field(alias="IP")]
+
+
+class LeaseStatusReport(Payload):
+    """Reply to ``GetLeaseStatus``."""
+
+    type: Literal["cluster.lease_status_report"] = "cluster.lease_status_report"
+    lease_id: LeaseID
+    services: dict[str, ServiceStatus] = Field(default_factory=dict)
+    forwarded_ports: dict[str, list[ForwardedPort]] = Field(default_factory=dict)
+    ips: dict[str, list[LeasedIPStatus]] = Field(default_factory=dict)
+
+
+class LeaseManifestReport(Payload):
+    """Reply to ``GetLeaseManifest``."""
+
+    type: Literal["cluster.lease_manifest_report"] = "cluster.lease_manifest_report"
+    lease_id: LeaseID
+    version: HexHash
+    group: Group
+
+
+class HostnamesChecked(Payload):
+    """Reply to ``CheckHostnames``: each refused hostname with why."""
+
+    type: Literal["cluster.hostnames_checked"] = "cluster.hostnames_checked"
+    refused: dict[str, str] = Field(default_factory=dict)
+
+
+class LeaseQueryFailed(Payload):
+    """A lease query that could not be answered: ``not_found`` (lease, deployment or
+    service), ``unavailable`` (Kubernetes cannot be reached) or ``internal``."""
+
+    type: Literal["cluster.lease_query_failed"] = "cluster.lease_query_failed"
+    lease_id: LeaseID
+    code: Literal["not_found", "unavailable", "internal"]
+    message: str = ""
 
 
 # -- events ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from aktypes.coin import Coin, DecCoin
 from aktypes.events.base import HexHash, NonEmptyStr, Payload, ResourceOffer
 from aktypes.groupspec import GroupSpec
 from aktypes.ids import BidID, DeploymentID, LeaseID, OrderID
-from aktypes.manifest.models import Group
+from aktypes.manifest.models import Group, Manifest
 
 # -- bid engine (akash.provider.bidengine.events) -------------------------------------------
 
@@ -97,10 +97,34 @@ class ManifestReceived(Payload):
 
 
 class ManifestRejected(Payload):
+    """A manifest refused, on the events stream and as the reply to ``SubmitManifest``.
+
+    Codes: ``invalid``, ``version_mismatch``, ``cross_validation``, ``hostname_not_allowed``
+    (422 at the gateway); ``no_lease``, ``deployment_not_found`` (404); ``chain_unavailable``
+    (503).
+    """
+
     type: Literal["manifest.rejected"] = "manifest.rejected"
     deployment_id: DeploymentID
-    code: NonEmptyStr  # invalid, version_mismatch, cross_validation, no_lease, hostname_taken
+    code: NonEmptyStr
     reason: str = ""
+
+
+class SubmitManifest(Payload):
+    """A tenant's manifest for one of its deployments (command, from the gateway)."""
+
+    type: Literal["manifest.submit"] = "manifest.submit"
+    deployment_id: DeploymentID
+    manifest: Manifest
+
+
+class ManifestAccepted(Payload):
+    """Reply to ``SubmitManifest``: the manifest goes to every lease of ours in ``leases``."""
+
+    type: Literal["manifest.accepted"] = "manifest.accepted"
+    deployment_id: DeploymentID
+    version: HexHash
+    leases: list[LeaseID] = Field(default_factory=list)
 
 
 class ManifestTimedOut(Payload):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from aktypes.events.base import Count, Payload
 from aktypes.events.cluster import ResourceTotals
 
@@ -30,13 +32,31 @@ class BidEngineStatus(Payload):
     orders: Count
 
 
+class NodeTotals(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    allocatable: ResourceTotals = ResourceTotals()
+    available: ResourceTotals = ResourceTotals()
+
+
 class ClusterStatus(Payload):
+    """The cluster's retained status: ``leases`` counts deployed leases; ``active`` and
+    ``pending`` hold each reservation's resources; ``kube_version`` is the API server's
+    ``/version`` (empty on the null backend)."""
+
     type: Literal["cluster.status"] = "cluster.status"
     leases: Count
     allocatable: ResourceTotals = ResourceTotals()
     available: ResourceTotals = ResourceTotals()
     reservations_pending: Count = 0
     reservations_active: Count = 0
+    nodes: list[NodeTotals] = Field(default_factory=list)
+    storage: dict[str, Count] = Field(default_factory=dict)  # free bytes per storage class
+    active: list[ResourceTotals] = Field(default_factory=list)
+    pending: list[ResourceTotals] = Field(default_factory=list)
+    public_hostname: str = ""
+    kube_version: dict[str, str] = Field(default_factory=dict)
 
 
 class ManifestStatus(Payload):

@@ -12,6 +12,7 @@ CLUSTER_EVENTS: Final = "akash.provider.cluster.events"
 BIDENGINE_EVENTS: Final = "akash.provider.bidengine.events"
 BIDENGINE_COMMANDS: Final = "akash.provider.bidengine.commands"
 MANIFEST_EVENTS: Final = "akash.provider.manifest.events"
+MANIFEST_COMMANDS: Final = "akash.provider.manifest.commands"
 BALANCE_EVENTS: Final = "akash.provider.balance.events"
 
 SERVICES: Final = ("chain", "bidengine", "cluster", "manifest", "balance", "gateway")

@@ -56,7 +56,18 @@ class Send(_Msg):
     amount: Annotated[list[Coin], Field(min_length=1)]
 
 
-TxMsg = Annotated[CreateBid | CloseBid | WithdrawLease | Send, Field(discriminator="type")]
+class CreateCertificate(_Msg):
+    """Publish the provider's certificate on chain (Akash ``MsgCreateCertificate``): one PEM
+    ``CERTIFICATE`` and its ``EC PUBLIC KEY`` PEM."""
+
+    type: Literal["create_certificate"] = "create_certificate"
+    cert_pem: NonEmptyStr
+    pubkey_pem: NonEmptyStr
+
+
+TxMsg = Annotated[
+    CreateBid | CloseBid | WithdrawLease | Send | CreateCertificate, Field(discriminator="type")
+]
 
 
 class BroadcastTx(Payload):
