@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import json
 import random
 import uuid
@@ -23,12 +22,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kubesim import crd, decoding, defaults, errors, patch, schemas, services, validation
 from kubesim.catalog import Catalog, ResourceType
 from kubesim.decoding import FieldValidation
 from kubesim.selectors import Matcher
+
+T = TypeVar("T")
 
 StoreKey = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
@@ -40,6 +41,17 @@ MAX_OBJECT = 3 * 2**19  # 1.5 MiB: what etcd takes in one request
 # generated names come from a generator of their own: the process's global one is its
 # users' (a test's seeded or property-based draws must not see kubesim's threads use it)
 _SUFFIXES = random.Random()  # noqa: S311 - names, not secrets
+
+
+def clone(obj: T) -> T:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), three times faster than
+    :func:`copy.deepcopy`: the store copies every object it hands out or keeps."""
+    data: Any = obj
+    if type(data) is dict:
+        return cast(T, {k: clone(v) for k, v in data.items()})
+    if type(data) is list:
+        return cast(T, [clone(v) for v in data])
+    return obj
 
 
 def now() -> str:
@@ -102,13 +114,16 @@ class Store:
         self._history_size = history
         self._history: deque[Event] = deque()
         self._objects: dict[StoreKey, dict[ObjKey, dict[str, Any]]] = {}
+        # per kind and namespace, the keys there: reads of one namespace cost its size,
+        # not the cluster's (controllers read one owner's objects at a time)
+        self._in_namespace: dict[StoreKey, dict[str, set[ObjKey]]] = {}
         self._watches: set[Watch] = set()
         self.listeners: list[Callable[[Event], None]] = []
         schemas.schema_version(kube_version)  # refuse an unsupported version early
 
     # -- reads -------------------------------------------------------------------
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self._stored(rtype, namespace, name)[1])
+        return clone(self._stored(rtype, namespace, name)[1])
 
     def _stored(
         self, rtype: ResourceType, namespace: str, name: str
@@ -122,16 +137,18 @@ class Store:
 
     def find(self, key: StoreKey, namespace: str, name: str) -> dict[str, Any] | None:
         obj = self._objects.get(key, {}).get((namespace, name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     def items(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of every object of a kind (in one namespace), ordered by namespace and name."""
         objects = self._objects.get(key, {})
-        return [
-            copy.deepcopy(objects[k])
-            for k in sorted(objects)
-            if namespace is None or k[0] == namespace
-        ]
+        return [clone(objects[k]) for k in self._keys(key, namespace)]
+
+    def _keys(self, key: StoreKey, namespace: str | None) -> list[ObjKey]:
+        """The keys of a kind's objects (in one namespace), sorted."""
+        if namespace is None:
+            return sorted(self._objects.get(key, {}))
+        return sorted(self._in_namespace.get(key, {}).get(namespace, ()))
 
     def select(
         self,
@@ -148,7 +165,7 @@ class Store:
         if token:
             start = self._read_token(token)
         objects = self._objects.get(rtype.store_key, {})
-        keys = sorted(k for k in objects if namespace is None or k[0] == namespace)
+        keys = self._keys(rtype.store_key, namespace)
         if start is not None:
             keys = [k for k in keys if k > start]
         found = [objects[k] for k in keys if labels(objects[k]) and fields(objects[k])]
@@ -156,8 +173,8 @@ class Store:
             page = found[:limit]
             last = page[-1]["metadata"]
             cont = self._make_token((last.get("namespace", ""), last["name"]))
-            return copy.deepcopy(page), cont, len(found) - limit
-        return copy.deepcopy(found), None, 0
+            return clone(page), cont, len(found) - limit
+        return clone(found), None, 0
 
     def _make_token(self, start: ObjKey) -> str:
         raw = json.dumps({"rv": self.rv, "start": list(start)}).encode()
@@ -191,7 +208,7 @@ class Store:
         system: bool = False,
         fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         decoding.check_type(rtype, obj)
         if not system:
             obj = decoding.decode_object(rtype, obj, self.kube_version, fields)
@@ -234,7 +251,7 @@ class Store:
         if dry_run:
             return obj
         self._commit(rtype, key, obj, None)
-        return copy.deepcopy(obj)
+        return clone(obj)
 
     def update(
         self,
@@ -249,7 +266,7 @@ class Store:
         fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         key, old = self._stored(rtype, namespace, name)
-        new = copy.deepcopy(body)
+        new = clone(body)
         decoding.check_type(rtype, new)
         if not system:
             new = decoding.decode_object(rtype, new, self.kube_version, fields)
@@ -295,7 +312,7 @@ class Store:
         fields: FieldValidation | None = None,
     ) -> dict[str, Any]:
         key, old = self._stored(rtype, namespace, name)
-        current = copy.deepcopy(old)
+        current = clone(old)
         if patch_type == patch.JSON_PATCH:
             new = patch.json_patch(current, body)
         elif patch_type == patch.MERGE_PATCH:
@@ -354,7 +371,7 @@ class Store:
         ):
             raise errors.conflict(rtype, name)
         if dry_run:
-            return copy.deepcopy(old)
+            return clone(old)
         if options.get("propagationPolicy") == "Orphan":
             self._orphan(old["metadata"]["uid"])
         if rtype.store_key == CRDS:
@@ -363,15 +380,15 @@ class Store:
         terminating = rtype.store_key == NAMESPACES
         if finalizers or terminating:
             if old["metadata"].get("deletionTimestamp"):
-                return copy.deepcopy(old)
-            new = copy.deepcopy(old)
+                return clone(old)
+            new = clone(old)
             new["metadata"]["deletionTimestamp"] = now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             if terminating:
                 new.setdefault("status", {})["phase"] = "Terminating"
             self._commit(rtype, key, new, old)
-            return copy.deepcopy(new)
-        gone = copy.deepcopy(old)
+            return clone(new)
+        gone = clone(old)
         self._commit(rtype, key, None, old)
         return gone
 
@@ -405,7 +422,7 @@ class Store:
                 raise errors.expired(f"too old resource version: {start} ({self.compacted + 1})")
             for event in self._history:
                 if event.rv > start and (seen := watch.translate(event)) is not None:
-                    initial.append((seen[0], copy.deepcopy(seen[1])))
+                    initial.append((seen[0], clone(seen[1])))
         self._watches.add(watch)
         return watch, initial
 
@@ -445,7 +462,7 @@ class Store:
         if subresource == "status":
             if "status" not in rtype.subresources:
                 raise errors.not_found(rtype, f"{old['metadata']['name']}/status")
-            merged = copy.deepcopy(old)
+            merged = clone(old)
             merged["status"] = new.get("status")
             if merged["status"] is None:
                 merged.pop("status")
@@ -455,7 +472,7 @@ class Store:
         if "status" in rtype.subresources:
             new.pop("status", None)
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
         return new
 
     def _replace(
@@ -489,18 +506,18 @@ class Store:
                 meta["generation"] += 1
         self._prepare(rtype, new, old, system=system)
         if new == old:
-            return copy.deepcopy(old)  # a no-op write does not bump the resourceVersion
+            return clone(old)  # a no-op write does not bump the resourceVersion
         if dry_run:
             return new
         finalized = not meta.get("finalizers") and (
             rtype.store_key != NAMESPACES or not (new.get("spec") or {}).get("finalizers")
         )
         if old_meta.get("deletionTimestamp") and finalized:
-            gone = copy.deepcopy(new)
+            gone = clone(new)
             self._commit(rtype, key, None, old)
             return gone
         self._commit(rtype, key, new, old)
-        return copy.deepcopy(new)
+        return clone(new)
 
     def _prepare(
         self,
@@ -556,21 +573,26 @@ class Store:
     ) -> None:
         self.rv += 1
         objects = self._objects.setdefault(rtype.store_key, {})
+        index = self._in_namespace.setdefault(rtype.store_key, {})
         if new is None:
             if old is None:
                 raise ValueError("a commit needs an old or a new object")
             del objects[key]
-            shown = copy.deepcopy(old)
+            index[key[0]].discard(key)
+            if not index[key[0]]:
+                del index[key[0]]
+            shown = clone(old)
             shown["metadata"]["resourceVersion"] = str(self.rv)
             event = Event(self.rv, rtype.store_key, "DELETED", shown, old)
         else:
             new["metadata"]["resourceVersion"] = str(self.rv)
             objects[key] = new
+            index.setdefault(key[0], set()).add(key)
             event = Event(
                 self.rv,
                 rtype.store_key,
                 "ADDED" if old is None else "MODIFIED",
-                copy.deepcopy(new),
+                clone(new),
                 old,
             )
         if rtype.store_key == CRDS:
@@ -592,7 +614,7 @@ class Store:
             for obj in list(objects.values()):
                 refs = obj["metadata"].get("ownerReferences") or []
                 if rtype is not None and any(r.get("uid") == uid for r in refs):
-                    new = copy.deepcopy(obj)
+                    new = clone(obj)
                     new["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
                     self.update(
                         rtype,
