@@ -26,8 +26,8 @@ from akcluster.domain.ledger import Ledger, Reservation
 from akcluster.domain.placement import CommitLevels, Free, NoFit, place
 from akcluster.errors import NoInventory
 from aktypes.events import (
+    Envelope,
     GroupScreened,
-    LeaseClosed,
     LookupReservation,
     ReservationFailed,
     ReservationFound,
@@ -37,6 +37,7 @@ from aktypes.events import (
     ScreenGroup,
     UnreserveResources,
 )
+from aktypes.manifest.models import Group
 
 RESERVATIONS_KEY = "akcluster:reservations"
 VERSION_KEY = "akcluster:reservations:version"
@@ -98,7 +99,7 @@ class Reservations:
         return ledger.free(inventory, node_ports=self.node_ports, ips=self.ips)
 
     async def _decide(
-        self, msg: Message[Any], decide: Callable[[Ledger, BusTx], Change | None]
+        self, cause: Envelope[Any] | None, decide: Callable[[Ledger, BusTx], Change | None]
     ) -> Change | None:
         """Run ``decide`` on the ledger and commit what it wrote, guarded by the version.
 
@@ -106,7 +107,7 @@ class Reservations:
         the lock decides them all, in order, and commits them in one guarded write: under
         load the cluster pays one round trip per batch, not per command.
         """
-        pending = _Pending(msg, decide, asyncio.get_running_loop().create_future())
+        pending = _Pending(cause, decide, asyncio.get_running_loop().create_future())
         self._queue.append(pending)
         async with self._lock:
             if not pending.done.done():
@@ -127,7 +128,7 @@ class Reservations:
                 ) -> None:
                     changes.clear()
                     for item in batch:
-                        change = item.decide(ledger, BusTx(tx.state, self.bus, item.msg.envelope))
+                        change = item.decide(ledger, BusTx(tx.state, self.bus, item.cause))
                         if change is not None:
                             change.apply(ledger)  # the next decision sees this one
                         changes.append(change)
@@ -177,7 +178,7 @@ class Reservations:
             result = "success"
             return Change(add=reservation)
 
-        await self._decide(msg, decide)
+        await self._decide(msg.envelope, decide)
         metrics.REQUESTS.labels("reserve", result).inc()
 
     async def unreserve(self, msg: Message[UnreserveResources]) -> None:
@@ -186,16 +187,48 @@ class Reservations:
         def answer(tx: BusTx, found: bool) -> None:
             tx.reply(ResourcesUnreserved(order_id=order_id, found=found))
 
-        found = await self._remove(str(order_id), msg, answer)
+        found = await self._remove(str(order_id), msg.envelope, answer)
         metrics.REQUESTS.labels("unreserve", "success" if found else "not_found").inc()
 
-    async def on_lease_closed(self, msg: Message[LeaseClosed]) -> None:
-        """A lease of ours closed on chain: what it held is free again."""
-        if await self._remove(str(msg.payload.lease_id.order_id), msg, None):
+    async def release(self, order_id: str, cause: Envelope[Any] | None = None) -> bool:
+        """A lease ended (torn down, or closed before it was deployed): free what it held."""
+        found = await self._remove(order_id, cause, None)
+        if found:
             metrics.REQUESTS.labels("release", "success").inc()
+        return found
+
+    async def activate(self, order_id: str) -> bool:
+        """The lease is deployed: its pods now show in the inventory, so the reservation
+        stops holding node capacity (it keeps its node ports and IPs)."""
+
+        def decide(ledger: Ledger, tx: BusTx) -> Change | None:
+            existing = ledger.get(order_id)
+            if existing is None or existing.state == "active":
+                return None
+            active = existing.model_copy(update={"state": "active"})
+            tx.state.hset(RESERVATIONS_KEY, {order_id: active.model_dump_json()})
+            return Change(add=active)
+
+        return await self._decide(None, decide) is not None
+
+    async def reseed(self, order_id: str, group: Group) -> bool:
+        """A deployed lease found in Kubernetes without a reservation (Redis lost, or a
+        cluster moved from Akash's provider): record an active one for it."""
+
+        def decide(ledger: Ledger, tx: BusTx) -> Change | None:
+            if ledger.get(order_id) is not None:
+                return None
+            reservation = Reservation.deployed(order_id, group, self._clock())
+            tx.state.hset(RESERVATIONS_KEY, {order_id: reservation.model_dump_json()})
+            return Change(add=reservation)
+
+        return await self._decide(None, decide) is not None
 
     async def _remove(
-        self, key: str, msg: Message[Any], answer: Callable[[BusTx, bool], None] | None
+        self,
+        key: str,
+        cause: Envelope[Any] | None,
+        answer: Callable[[BusTx, bool], None] | None,
     ) -> bool:
         def decide(ledger: Ledger, tx: BusTx) -> Change | None:
             found = ledger.get(key) is not None
@@ -205,7 +238,7 @@ class Reservations:
                 answer(tx, found)
             return Change(remove=key) if found else None
 
-        return await self._decide(msg, decide) is not None
+        return await self._decide(cause, decide) is not None
 
     async def lookup(self, msg: Message[LookupReservation]) -> None:
         order_id, group_name = msg.payload.order_id, msg.payload.group_name
@@ -231,7 +264,7 @@ class Reservations:
 class _Pending:
     """A command waiting for the next commit."""
 
-    msg: Message[Any]
+    cause: Envelope[Any] | None
     decide: Callable[[Ledger, BusTx], Change | None]
     done: asyncio.Future[Change | None]
 

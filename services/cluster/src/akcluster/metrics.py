@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Counter(
     "provider_inventory_requests",
@@ -22,3 +22,19 @@ AVAILABLE = Gauge(
     "What is left for new reservations",
     ["quantity"],
 )
+DEPLOYMENT = Counter(
+    "provider_deployment",
+    "Deployment manager actions (deploy, teardown) by result",
+    ["action", "result"],
+)
+DEPLOY_SECONDS = Histogram(
+    "provider_deployment_apply_seconds",
+    "Time to apply a lease's objects",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+MONITOR = Counter(
+    "provider_deployment_monitor_health",
+    "Health checks of deployed leases: up, down, err (Kubernetes unavailable), failed",
+    ["state"],
+)
+MANAGERS = Gauge("provider_deployment_manager", "Leases with a deployment manager")

@@ -1,11 +1,13 @@
-"""The cluster service process: inventory, reservations, status, on the service runtime.
+"""The cluster service process: inventory, reservations, deployments, status.
 
 Start: build the inventory backend (``null``: a nodes file; ``kube``: watches through the
-official client, awaited until its first full listing), then answer the commands on
-``akash.provider.cluster.commands`` and publish, whenever the inventory changes and every
+official client, awaited until its first full listing) and the deployment backend (``kube``:
+the akash.network CRDs installed, then applies through the official client; ``null``: in
+memory), reconcile the lease records with what the cluster holds, then answer the commands
+on ``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
+what ``LeaseClosed`` ends, and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
-retained status. A lease of ours closed on chain releases its reservation. Deployments
-join this process in a later stage.
+retained status.
 """
 
 from __future__ import annotations
@@ -18,23 +20,37 @@ from typing import Any
 from akbus import ConnectionLost
 from akcluster import metrics
 from akcluster.adapters.null import load_inventory
+from akcluster.deployments import Backend, Deployments, Errors, MonitorPolicy
 from akcluster.domain.inventory import Inventory
+from akcluster.domain.ledger import Reservation
+from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import InventoryFileError
 from akcluster.handlers import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
 from aktypes.events import (
+    CheckHostnames,
     ClusterStatus,
+    GetLeaseManifest,
+    GetLeaseStatus,
     InventoryChanged,
     LeaseClosed,
     LookupReservation,
+    ManifestReceived,
+    NodeTotals,
     ReserveResources,
     ResourceTotals,
     ScreenGroup,
     UnreserveResources,
 )
-from aktypes.events.streams import CHAIN_EVENTS, CLUSTER_COMMANDS, CLUSTER_EVENTS
+from aktypes.events.streams import (
+    CHAIN_EVENTS,
+    CLUSTER_COMMANDS,
+    CLUSTER_EVENTS,
+    MANIFEST_EVENTS,
+)
+from aktypes.resources import EPHEMERAL
 
 log = logging.getLogger("akcluster")
 
@@ -65,8 +81,22 @@ def _export(prefix: str, totals: ResourceTotals, gauge: Any) -> None:
         gauge.labels(f"{prefix}storage-{cls}").set(size)
 
 
+def _totals(capacity: Any, storage: dict[str, int] | None = None) -> ResourceTotals:
+    return ResourceTotals(
+        cpu=max(capacity.cpu, 0),
+        gpu=max(capacity.gpu, 0),
+        memory=max(capacity.memory, 0),
+        storage_ephemeral=max(capacity.ephemeral, 0),
+        storage=storage or {},
+    )
+
+
 async def publish_status(
-    rt: Runtime[ClusterSettings], view: InventoryView, res: Reservations
+    rt: Runtime[ClusterSettings],
+    view: InventoryView,
+    res: Reservations,
+    deployments: Deployments,
+    kube_version: dict[str, str],
 ) -> None:
     """Status every interval; an ``InventoryChanged`` event when the inventory changed."""
     last_event: InventoryChanged | None = None
@@ -92,6 +122,11 @@ async def publish_status(
                 storage=dict(free.storage),
             )
             pending, active = ledger.counts()
+            leases = await deployments.active_count()
+            metrics.MANAGERS.set(leases)
+            held: dict[str, list[ResourceTotals]] = {"pending": [], "active": []}
+            for reservation in ledger.reservations.values():
+                held[reservation.state].append(_reservation_totals(reservation))
             event = InventoryChanged(
                 nodes=len(inventory.nodes), allocatable=allocatable, available=inventory.available()
             )
@@ -101,11 +136,24 @@ async def publish_status(
             await rt.bus.publish_status(
                 "cluster",
                 ClusterStatus(
-                    leases=active,
+                    leases=leases,
                     allocatable=allocatable,
                     available=available,
                     reservations_pending=pending,
                     reservations_active=active,
+                    nodes=[
+                        NodeTotals(
+                            name=node.name,
+                            allocatable=_totals(node.allocatable),
+                            available=_totals(free.node_free.get(node.name, node.available)),
+                        )
+                        for node in inventory.nodes
+                    ],
+                    storage=dict(free.storage),
+                    active=held["active"],
+                    pending=held["pending"],
+                    public_hostname=rt.settings.cluster_public_hostname,
+                    kube_version=kube_version,
                 ),
             )
             metrics.ALLOCATABLE.labels("nodes").set(len(inventory.nodes))
@@ -115,12 +163,12 @@ async def publish_status(
             metrics.AVAILABLE.labels("endpoints").set(free.node_ports)
             metrics.RESERVATIONS.labels("pending", "quantity").set(pending)
             metrics.RESERVATIONS.labels("active", "quantity").set(active)
-            held = ledger.pending_totals()
+            pending_totals = ledger.pending_totals()
             for quantity, value in (
-                ("cpu", held.cpu),
-                ("gpu", held.gpu),
-                ("memory", held.memory),
-                ("storage-ephemeral", held.storage_ephemeral),
+                ("cpu", pending_totals.cpu),
+                ("gpu", pending_totals.gpu),
+                ("memory", pending_totals.memory),
+                ("storage-ephemeral", pending_totals.storage_ephemeral),
                 ("endpoints", ledger.node_ports),
             ):
                 metrics.RESERVATIONS.labels("pending", quantity).set(value)
@@ -156,20 +204,108 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         node_ports=settings.cluster_node_ports,
         ips=settings.cluster_leased_ips,
     )
+    backend, errors = _deployment_backend(settings)
+    kube_version: dict[str, str] = {}
+    if settings.cluster_backend == "kube":
+        await rt.wait_for("the akash.network resources", lambda: backend.install(crds()))
+        kube_version = await rt.wait_for("the API server's version", backend.server_version)
+    deployments = Deployments(
+        rt.bus,
+        backend,
+        res,
+        errors=errors,
+        build=BuildSettings(
+            public_hostname=settings.cluster_public_hostname,
+            network_policies=settings.deployment_network_policies_enabled,
+            ingress_class=settings.deployment_ingress_class,
+            pull_secret=settings.docker_image_pull_secrets_name,
+            manifest_namespace=settings.k8s_manifest_ns,
+            runtime_class=settings.deployment_runtime_class,
+        ),
+        levels=res.levels,
+        monitor=MonitorPolicy(
+            max_retries=settings.monitor_max_retries,
+            retry_period=settings.monitor_retry_period,
+            retry_jitter=settings.monitor_retry_period_jitter,
+            healthcheck_period=settings.monitor_healthcheck_period,
+            healthcheck_jitter=settings.monitor_healthcheck_period_jitter,
+        ),
+        blocked_hostnames=settings.blocked_hostnames(),
+        concurrency=settings.cluster_deploy_concurrency,
+        activate_reservations=settings.cluster_backend == "kube",
+    )
+    counts = await rt.wait_for("the leases held by the cluster", deployments.recover)
+    log.info(
+        "recovered %d lease(s), adopted %d from Kubernetes, %d orphan namespace(s) to remove",
+        counts["records"],
+        counts["adopted"],
+        counts["orphans"],
+    )
     commands = rt.subscriber(CLUSTER_COMMANDS)
     commands.add(ReserveResources, res.reserve)
     commands.add(UnreserveResources, res.unreserve)
     commands.add(LookupReservation, res.lookup)
     commands.add(ScreenGroup, res.screen)
+    commands.add(GetLeaseStatus, deployments.lease_status)
+    commands.add(GetLeaseManifest, deployments.lease_manifest)
+    commands.add(CheckHostnames, deployments.check_hostnames)
+    manifests = rt.subscriber(MANIFEST_EVENTS)
+    manifests.add(ManifestReceived, deployments.on_manifest_received)
     chain = rt.subscriber(CHAIN_EVENTS)
-    chain.add(LeaseClosed, res.on_lease_closed)
-    rt.supervise(publish_status(rt, view, res), "status")
+    chain.add(LeaseClosed, deployments.on_lease_closed)
+    rt.supervise(deployments.run(rt.stopping), "deployments")
+    rt.supervise(publish_status(rt, view, res, deployments, kube_version), "status")
+
+
+def _deployment_backend(settings: ClusterSettings) -> tuple[Backend, Errors]:
+    if settings.cluster_backend == "null":
+        from akcluster.adapters.null_deploy import NullDeployments  # noqa: PLC0415
+
+        never = (_Never,)
+        return NullDeployments(), Errors(unavailable=never, rejected=never, not_found=never)
+    from akcluster.adapters.kube_deploy import (  # noqa: PLC0415 - only for kube
+        KubeDeployments,
+        KubeRejected,
+        KubeUnavailable,
+        LeaseNotFound,
+    )
+
+    backend = KubeDeployments.from_kubeconfig(
+        settings.kubeconfig, manifest_namespace=settings.k8s_manifest_ns
+    )
+    return backend, Errors(
+        unavailable=(KubeUnavailable,), rejected=(KubeRejected,), not_found=(LeaseNotFound,)
+    )
+
+
+class _Never(Exception):
+    """Raised by nothing: the null backend cannot be unavailable."""
+
+
+def _reservation_totals(reservation: Reservation) -> ResourceTotals:
+    """What one reservation's group asks for in all (Akash's per-reservation metric)."""
+    cpu = gpu = memory = ephemeral = 0
+    storage: dict[str, int] = {}
+    for unit in reservation.group.resources:
+        resources, count = unit.resource, unit.count
+        cpu += resources.cpu.units.val * count if resources.cpu else 0
+        gpu += resources.gpu.units.val * count if resources.gpu else 0
+        memory += resources.memory.size.val * count if resources.memory else 0
+        for volume in resources.storage or ():
+            size, cls = volume.size.val * count, volume.storage_class
+            if cls == EPHEMERAL:
+                ephemeral += size
+            else:
+                storage[cls] = storage.get(cls, 0) + size
+    return ResourceTotals(
+        cpu=cpu, gpu=gpu, memory=memory, storage_ephemeral=ephemeral, storage=storage
+    )
 
 
 SPEC = ServiceSpec(
     name="cluster",
     title="cluster service",
-    summary="inventory and reservations of the provider's cluster",
+    summary="inventory, reservations and deployments of the provider's cluster",
     distribution="akcluster",
     settings=ClusterSettings,
     health_listen="0.0.0.0:8092",

@@ -69,6 +69,49 @@ class ClusterSettings(BaseSettings):
     cluster_status_interval: Duration = Field(
         default=10.0, gt=0, description="how often status is published"
     )
+    cluster_public_hostname: str = Field(
+        default="",
+        description="the cluster's public host: forwarded ports, AKASH_CLUSTER_PUBLIC_HOSTNAME",
+    )
+    k8s_manifest_ns: str = Field(
+        default="lease", description="namespace of the Manifest and ProviderHost resources"
+    )
+    deployment_network_policies_enabled: bool = Field(
+        default=True, description="isolate each lease's namespace with NetworkPolicies"
+    )
+    deployment_blocked_hostnames: str = Field(
+        default="",
+        description="hostnames tenants may not use, comma list; '.example.com' blocks subdomains",
+    )
+    deployment_runtime_class: str = Field(
+        default="", description="RuntimeClass of workloads without GPUs (empty: the default)"
+    )
+    docker_image_pull_secrets_name: str = Field(
+        default="", description="image-pull Secret for services without credentials"
+    )
+    deployment_ingress_class: str = Field(
+        default="akash-ingress-class", description="IngressClass of tenants' hostnames"
+    )
+    cluster_deploy_concurrency: int = Field(
+        default=8, ge=1, description="leases deployed, checked or torn down at once"
+    )
+    monitor_max_retries: int = Field(
+        default=40,
+        ge=1,
+        description="unhealthy checks in a row before a lease is closed as unstable",
+    )
+    monitor_retry_period: Duration = Field(
+        default=4.0, gt=0, description="wait before checking an unhealthy lease again"
+    )
+    monitor_retry_period_jitter: Duration = Field(
+        default=15.0, ge=0, description="random extra wait, up to this, after a failed check"
+    )
+    monitor_healthcheck_period: Duration = Field(
+        default=10.0, gt=0, description="wait before checking a healthy lease again"
+    )
+    monitor_healthcheck_period_jitter: Duration = Field(
+        default=5.0, ge=0, description="random extra wait, up to this, after a healthy check"
+    )
 
     @field_validator("cluster_storage")
     @classmethod
@@ -78,3 +121,8 @@ class ClusterSettings(BaseSettings):
 
     def storage_pools(self) -> dict[str, int]:
         return parse_pools(self.cluster_storage)
+
+    def blocked_hostnames(self) -> list[str]:
+        return [
+            h.strip().lower() for h in self.deployment_blocked_hostnames.split(",") if h.strip()
+        ]

@@ -19,8 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from akcluster.domain.inventory import Capacity, Inventory
 from akcluster.domain.placement import Free, Placement
+from aktypes.coin import Dec, DecCoin
 from aktypes.events import ResourceOffer, ResourceTotals
-from aktypes.groupspec import GroupSpec
+from aktypes.groupspec import GroupSpec, ResourceUnit
+from aktypes.manifest.models import Group
+from aktypes.resources import EndpointKind
 
 
 class NodeUse(BaseModel):
@@ -65,6 +68,42 @@ class Reservation(BaseModel):
             ips=placement.ips,
             created_at=now,
         )
+
+    @classmethod
+    def deployed(cls, order_id: str, group: Group, now: float) -> Reservation:
+        """An active reservation for a lease found deployed: its node ports and IPs."""
+        spec = _deployed_group(group)
+        return cls(
+            order_id=order_id,
+            group=spec,
+            node_ports=sum(
+                u.resource.endpoint_count(EndpointKind.RANDOM_PORT) for u in spec.resources
+            ),
+            ips=len(
+                {
+                    e.sequence_number
+                    for u in spec.resources
+                    for e in u.resource.endpoints or ()
+                    if e.kind == EndpointKind.LEASED_IP
+                }
+            ),
+            state="active",
+            created_at=now,
+        )
+
+
+ZERO = Dec(0)
+
+
+def _deployed_group(group: Group) -> GroupSpec:
+    """The group spec a deployed manifest group implies (prices are not known here)."""
+    units = [
+        ResourceUnit(
+            resource=s.resources, count=s.count, price=DecCoin(denom="uakt", amount=Dec(0))
+        )
+        for s in group.services or ()
+    ]
+    return GroupSpec(name=group.name, resources=units)
 
 
 class Ledger:

@@ -1,0 +1,203 @@
+"""The ``null`` deployment backend: no cluster, every lease's objects kept in memory.
+
+For runs without Kubernetes (development, end-to-end tests of the other services): it
+takes what the deployment managers apply, answers as a cluster would once everything is
+running (every service available with its full count), and forgets a lease on teardown.
+
+It also holds what both deployment backends share, because it needs nothing but aktypes:
+:class:`DeployedLease`, :data:`LeaseStatus` and :func:`lease_id_of` (the lease an object
+belongs to, from its labels or a Manifest's ``spec.lease_id``). The ``kube`` backend
+(:mod:`akcluster.adapters.kube_deploy`) re-exports them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from akcluster.domain.objects.base import (
+    LEASE_DSEQ,
+    LEASE_GSEQ,
+    LEASE_OSEQ,
+    LEASE_OWNER,
+    LEASE_PROVIDER,
+    SERVICE_TARGET,
+)
+from aktypes.errors import InvalidIDError
+from aktypes.events import LeaseStatusReport, ServiceStatus
+from aktypes.ids import LeaseID
+from aktypes.namespace import lease_namespace
+
+Obj = dict[str, Any]
+
+LeaseStatus = LeaseStatusReport
+"""What ``lease_status`` answers: services, forwarded ports and leased IPs of a lease."""
+
+LEASE_LABELS = {
+    "owner": LEASE_OWNER,
+    "dseq": LEASE_DSEQ,
+    "gseq": LEASE_GSEQ,
+    "oseq": LEASE_OSEQ,
+    "provider": LEASE_PROVIDER,
+}
+
+# what ``prune`` may remove: the objects of a lease's services, its Ingresses and policies
+PRUNED_KINDS = frozenset(
+    {
+        "Ingress",
+        "Service",
+        "Deployment",
+        "StatefulSet",
+        "NetworkPolicy",
+        "Secret",
+        "RoleBinding",
+        "Role",
+        "ServiceAccount",
+        "ProviderHost",
+    }
+)
+
+
+@dataclass(frozen=True)
+class DeployedLease:
+    """A lease the cluster holds: its ID and its Manifest resource as stored."""
+
+    lease_id: LeaseID
+    manifest: dict[str, Any]
+
+
+def lease_id_of(obj: Mapping[str, Any]) -> LeaseID | None:
+    """The lease ``obj`` belongs to: from its five lease labels, else (a Manifest) from
+    ``spec.lease_id``; None when it names no valid lease."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    candidates: list[Mapping[str, Any]] = []
+    if all(label in labels for label in LEASE_LABELS.values()):
+        candidates.append({part: labels[label] for part, label in LEASE_LABELS.items()})
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and isinstance(spec.get("lease_id"), Mapping):
+        candidates.append(spec["lease_id"])
+    for parts in candidates:
+        try:  # the string form: numbers in labels (and Akash's dseq) are strings
+            return LeaseID.parse("/".join(str(parts.get(part, "")) for part in LEASE_LABELS))
+        except InvalidIDError:
+            continue
+    return None
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", ""))
+
+
+class NullDeployments:
+    """The deployment backend's interface over a dict: (kind, namespace, name) → object."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], Obj] = {}
+        self.crds: list[Obj] = []
+
+    async def install(self, crds: Sequence[dict[str, Any]]) -> None:
+        self.crds = [copy.deepcopy(crd) for crd in crds]
+
+    async def apply(self, objects: Sequence[dict[str, Any]]) -> int:
+        """Keep each object; how many were new or different from what was kept."""
+        changed = 0
+        for obj in objects:
+            key, stored = _key(obj), copy.deepcopy(dict(obj))
+            if self.objects.get(key) != stored:
+                self.objects[key] = stored
+                changed += 1
+        return changed
+
+    async def prune(self, lease_id: LeaseID, keep: Collection[tuple[str, str]]) -> int:
+        """Forget the lease's objects of :data:`PRUNED_KINDS` not in ``keep`` (kind, name)."""
+        namespace, wanted = lease_namespace(lease_id), set(keep)
+        stale = [
+            key
+            for key, obj in self.objects.items()
+            if key[0] in PRUNED_KINDS
+            and (key[0], key[2]) not in wanted
+            and (key[1] == namespace or key[0] == "ProviderHost")
+            and lease_id_of(obj) == lease_id
+            and ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_TARGET) != "metal-lb"
+        ]
+        for key in stale:
+            del self.objects[key]
+        return len(stale)
+
+    async def teardown(self, lease_id: LeaseID) -> None:
+        namespace = lease_namespace(lease_id)
+        for key, obj in list(self.objects.items()):
+            kind, ns, name = key
+            if (
+                ns == namespace
+                or (kind == "Namespace" and name == namespace)
+                or (kind == "Manifest" and name == namespace)
+                or (kind == "ProviderHost" and lease_id_of(obj) == lease_id)
+            ):
+                del self.objects[key]
+
+    async def lease_status(
+        self,
+        lease_id: LeaseID,
+        services: Sequence[tuple[str, int]],
+        public_hostname: str,  # noqa: ARG002 - no node ports to forward without a cluster
+    ) -> LeaseStatus:
+        """Every service running with its full count; URIs from the lease's Ingresses."""
+        namespace = lease_namespace(lease_id)
+        uris: dict[str, list[str]] = {}
+        for (kind, ns, _), obj in sorted(self.objects.items()):
+            if kind == "Ingress" and ns == namespace:
+                for host, service in ingress_routes(obj):
+                    uris.setdefault(service, []).append(host)
+        return LeaseStatus(
+            lease_id=lease_id,
+            services={
+                name: ServiceStatus(
+                    name=name,
+                    available=count,
+                    total=count,
+                    uris=uris.get(name),
+                    replicas=count,
+                    updated_replicas=count,
+                    ready_replicas=count,
+                    available_replicas=count,
+                )
+                for name, count in services
+            },
+        )
+
+    async def pods_failing(self, lease_id: LeaseID) -> dict[str, str]:  # noqa: ARG002
+        return {}
+
+    async def deployed(self) -> list[DeployedLease]:
+        found = []
+        for (kind, _, _), obj in sorted(self.objects.items()):
+            lease_id = lease_id_of(obj) if kind == "Manifest" else None
+            if lease_id is not None:
+                found.append(DeployedLease(lease_id, copy.deepcopy(obj)))
+        return found
+
+    async def lease_namespaces(self) -> list[LeaseID]:
+        found = []
+        for (kind, _, name), obj in sorted(self.objects.items()):
+            lease_id = lease_id_of(obj) if kind == "Namespace" else None
+            if lease_id is not None and lease_namespace(lease_id) == name:
+                found.append(lease_id)
+        return found
+
+    async def server_version(self) -> dict[str, str]:
+        return {}
+
+
+def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(hostname, Service) of each rule of an Ingress that routes a host to a Service."""
+    routes = []
+    for rule in (ingress.get("spec") or {}).get("rules") or ():
+        for path in (rule.get("http") or {}).get("paths") or ():
+            name = ((path.get("backend") or {}).get("service") or {}).get("name")
+            if name and rule.get("host") and (rule["host"], name) not in routes:
+                routes.append((str(rule["host"]), str(name)))
+    return routes

@@ -1,0 +1,327 @@
+"""How a lease is reached: NetworkPolicies, Kubernetes Services and Ingresses.
+
+Akash's rules (``builder/netpol.go``, ``builder/service.go``, ``operator/hostname``):
+
+- ``akash-deployment-restrictions`` lets the namespace talk to itself and the ingress
+  controller talk to it; egress goes to the namespace, cluster DNS and public IPv4 only.
+  Global non-HTTP ports open through ``akash-<svc>-np``, leased-IP ports through
+  ``akash-<svc>-ip``, and a service allowed to read from Kubernetes reaches the API server
+  through ``akash-apiserver-<svc>``.
+- The ClusterIP Service ``<svc>`` carries the HTTP ingress ports (global TCP 80) and the
+  ports exposed inside the lease; the NodePort Service ``<svc>-np`` the other global ones.
+  A port is named ``<expose index>-<external port>``.
+- One Ingress per accepted hostname, named after it, routing ``/`` to ``<svc>:80`` with the
+  expose's proxy settings as ingress-nginx annotations (timeouts in whole seconds).
+
+Fixes of Akash's quirks: a port is deduplicated by external port *and* protocol (Go dropped
+a UDP port that shared its number with a TCP one), hostnames are lowercased, and an
+expose's ``proxy_buffer_size`` reaches nginx (Go ignored it in ingress mode).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Collection
+
+from akcluster.domain.objects.base import (
+    MANIFEST_SERVICE,
+    NAMESPACE_LABEL,
+    BuildSettings,
+    Obj,
+    lease_labels,
+    metadata,
+    selector_labels,
+    service_labels,
+)
+from akcluster.domain.objects.workloads import read_permissions
+from aktypes.ids import LeaseID
+from aktypes.manifest import (
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_NEXT_CASES,
+    DEFAULT_NEXT_TRIES,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_SEND_TIMEOUT,
+    UDP,
+    Group,
+    HTTPOptions,
+    Service,
+    ServiceExpose,
+)
+from aktypes.namespace import lease_namespace
+
+RESTRICTIONS = "akash-deployment-restrictions"
+NODE_PORT_SUFFIX = "-np"
+NGINX = "nginx.ingress.kubernetes.io"
+_INGRESS_NGINX = {"app.kubernetes.io/name": "ingress-nginx"}
+_DEFAULT_NEXT_TIMEOUT = 60_000  # what the hostname operator assumes for exposes without options
+_PRIVATE = ["10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12"]
+
+
+def _proto(expose: ServiceExpose) -> str:
+    return "UDP" if expose.proto == UDP else "TCP"
+
+
+def _policy(name: str, lease_id: LeaseID, labels: dict[str, str], spec: Obj) -> Obj:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(name, dict(labels), lease_namespace(lease_id)),
+        "spec": spec,
+    }
+
+
+def _restrictions(lease_id: LeaseID, labels: dict[str, str]) -> Obj:
+    same_namespace = {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: labels[NAMESPACE_LABEL]}}
+    }
+    return _policy(
+        RESTRICTIONS,
+        lease_id,
+        labels,
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                {"from": [same_namespace]},
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {"matchLabels": dict(_INGRESS_NGINX)},
+                            "podSelector": {"matchLabels": dict(_INGRESS_NGINX)},
+                        }
+                    ]
+                },
+            ],
+            "egress": [
+                {"to": [same_namespace]},
+                {
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                    "to": [
+                        {
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                            },
+                        }
+                    ],
+                },
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(_PRIVATE)}}]},
+            ],
+        },
+    )
+
+
+def _unique(ports: list[Obj]) -> list[Obj]:
+    return list({(p["protocol"], p["port"]): p for p in ports}.values())
+
+
+def network_policies(
+    lease_id: LeaseID, group: Group, settings: BuildSettings, labels: dict[str, str]
+) -> list[Obj]:
+    """The lease's NetworkPolicies, or none when the cluster does not use them."""
+    if not settings.network_policies:
+        return []
+    policies = [_restrictions(lease_id, labels)]
+    for service in group.services or ():
+        pods = {"matchLabels": {MANIFEST_SERVICE: service.name}}
+        opened: list[Obj] = []
+        leased: list[Obj] = []
+        for expose in service.expose or ():
+            entry = {"protocol": _proto(expose), "port": expose.port}
+            if expose.ip:
+                leased.append(entry)
+            if expose.global_ and not expose.is_ingress:
+                opened.append(entry)
+        if opened:
+            policies.append(
+                _policy(
+                    f"akash-{service.name}-np",
+                    lease_id,
+                    labels,
+                    {
+                        "podSelector": pods,
+                        "policyTypes": ["Ingress"],
+                        "ingress": [{"ports": _unique(opened)}],
+                    },
+                )
+            )
+        if leased:
+            policies.append(
+                _policy(
+                    f"akash-{service.name}-ip",
+                    lease_id,
+                    labels,
+                    {
+                        "podSelector": pods,
+                        "policyTypes": ["Ingress"],
+                        "ingress": [
+                            {"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": _unique(leased)}
+                        ],
+                    },
+                )
+            )
+        if settings.api_server_endpoints and read_permissions(service):
+            policies.append(_api_server_policy(service, lease_id, settings, labels, pods))
+    return policies
+
+
+def _api_server_policy(
+    service: Service,
+    lease_id: LeaseID,
+    settings: BuildSettings,
+    labels: dict[str, str],
+    pods: Obj,
+) -> Obj:
+    peers = []
+    ports: list[Obj] = []
+    for host, port in settings.api_server_endpoints:
+        bits = ipaddress.ip_address(host).max_prefixlen
+        peers.append({"ipBlock": {"cidr": f"{host}/{bits}"}})
+        ports.append({"protocol": "TCP", "port": port})
+    return _policy(
+        f"akash-apiserver-{service.name}",
+        lease_id,
+        labels,
+        {
+            "podSelector": pods,
+            "policyTypes": ["Egress"],
+            "egress": [{"to": peers, "ports": _unique(ports)}],
+        },
+    )
+
+
+def node_port_name(service: str) -> str:
+    return service + NODE_PORT_SUFFIX
+
+
+def service_ports(service: Service, *, node_port: bool) -> list[Obj]:
+    """The ports of the service's ClusterIP (``node_port=False``) or NodePort Service."""
+    ports: list[Obj] = []
+    seen: set[tuple[int, str]] = set()
+    for index, expose in enumerate(service.expose or ()):
+        if node_port != (expose.global_ and not expose.is_ingress):
+            continue
+        external, proto = expose.effective_external_port, _proto(expose)
+        if (external, proto) in seen:
+            continue
+        seen.add((external, proto))
+        ports.append(
+            {
+                "name": f"{index}-{external}",
+                "port": external,
+                "targetPort": expose.port,
+                "protocol": proto,
+            }
+        )
+    return ports
+
+
+def services(service: Service, lease_id: LeaseID, resource_version: str = "") -> list[Obj]:
+    """The ClusterIP Service ``<svc>`` and NodePort Service ``<svc>-np``, where needed."""
+    found: list[Obj] = []
+    for node_port in (False, True):
+        ports = service_ports(service, node_port=node_port)
+        if not ports:
+            continue
+        name = node_port_name(service.name) if node_port else service.name
+        found.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": metadata(
+                    name,
+                    service_labels(lease_id, service.name, resource_version),
+                    lease_namespace(lease_id),
+                ),
+                "spec": {
+                    "type": "NodePort" if node_port else "ClusterIP",
+                    "selector": selector_labels(lease_id, service.name),
+                    "ports": ports,
+                },
+            }
+        )
+    return found
+
+
+def hostnames(group: Group) -> dict[str, tuple[Service, ServiceExpose]]:
+    """Accepted hostname (lowercased) → the service and HTTP expose it reaches."""
+    found: dict[str, tuple[Service, ServiceExpose]] = {}
+    for service in group.services or ():
+        for expose in service.expose or ():
+            if expose.is_ingress:
+                for host in expose.hosts or ():
+                    found[host.lower()] = (service, expose)
+    return found
+
+
+def _seconds(ms: int) -> str:
+    return str(-(-ms // 1000))
+
+
+def ingress_annotations(options: HTTPOptions) -> dict[str, str]:
+    """ingress-nginx settings of an HTTP expose; Akash's defaults when it has none."""
+    if options.max_body_size == 0:
+        options = HTTPOptions(
+            max_body_size=DEFAULT_MAX_BODY_SIZE,
+            read_timeout=DEFAULT_READ_TIMEOUT,
+            send_timeout=DEFAULT_SEND_TIMEOUT,
+            next_tries=DEFAULT_NEXT_TRIES,
+            next_timeout=_DEFAULT_NEXT_TIMEOUT,
+            next_cases=list(DEFAULT_NEXT_CASES),
+            proxy_buffer_size=options.proxy_buffer_size,
+        )
+    cases = [
+        f"http_{case}" if case and case[0] in "12345" else case for case in options.next_cases or ()
+    ]
+    annotations = {
+        f"{NGINX}/proxy-read-timeout": _seconds(options.read_timeout),
+        f"{NGINX}/proxy-send-timeout": _seconds(options.send_timeout),
+        f"{NGINX}/proxy-next-upstream-tries": str(options.next_tries),
+        f"{NGINX}/proxy-body-size": str(options.max_body_size),
+        f"{NGINX}/proxy-next-upstream-timeout": _seconds(options.next_timeout),
+        f"{NGINX}/proxy-next-upstream": " ".join(cases),
+    }
+    if options.proxy_buffer_size:
+        annotations[f"{NGINX}/proxy-buffer-size"] = str(options.proxy_buffer_size)
+    return annotations
+
+
+def ingresses(
+    lease_id: LeaseID,
+    group: Group,
+    settings: BuildSettings,
+    withheld: Collection[str] = (),
+) -> list[Obj]:
+    """One Ingress per accepted hostname, except those ``withheld`` from this lease."""
+    skip = {host.lower() for host in withheld}
+    found: list[Obj] = []
+    for host, (service, expose) in hostnames(group).items():
+        if host in skip:
+            continue
+        backend = {
+            "service": {"name": service.name, "port": {"number": expose.effective_external_port}}
+        }
+        found.append(
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress",
+                "metadata": metadata(
+                    host,
+                    lease_labels(lease_id),
+                    lease_namespace(lease_id),
+                    ingress_annotations(expose.http_options),
+                ),
+                "spec": {
+                    "ingressClassName": settings.ingress_class,
+                    "rules": [
+                        {
+                            "host": host,
+                            "http": {
+                                "paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return found
