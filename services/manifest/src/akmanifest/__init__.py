@@ -1,0 +1,1 @@
+"""The provider's manifest service."""
