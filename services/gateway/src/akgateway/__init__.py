@@ -1,0 +1,1 @@
+"""The provider's gateway: the tenant-facing API."""

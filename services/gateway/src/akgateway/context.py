@@ -1,0 +1,25 @@
+"""What a request handler needs, built once at start and kept on ``app.state.gateway``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+from fastapi import Request
+
+from akbus import Bus
+from akgateway.adapters.chain import CertificateLookup
+from akgateway.settings import GatewaySettings
+
+
+@dataclass(frozen=True)
+class Gateway:
+    bus: Bus
+    settings: GatewaySettings
+    provider: str  # the provider's address
+    certificates: CertificateLookup
+    version: str  # of this package
+
+
+def gateway_of(request: Request) -> Gateway:
+    return cast(Gateway, request.app.state.gateway)

@@ -1,0 +1,1 @@
+"""Pure logic of the gateway: certificates, answers, status aggregation (no I/O)."""

@@ -1,0 +1,27 @@
+"""Prometheus metrics of the gateway, served on the runtime's health port (``/metrics`` of
+``AP_GATEWAY_HEALTH_LISTEN``), not on the tenant-facing TLS port.
+
+HTTP requests are counted and timed by prometheus-fastapi-instrumentator
+(``provider_gateway_http_requests_total{handler,method,status}``,
+``provider_gateway_http_request_duration_seconds``…, by route template); the rest are ours.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+TRUSTED_CERTIFICATES = Gauge(
+    "provider_gateway_trusted_certificates",
+    "On-chain certificates the TLS layer accepts client certificates from",
+)
+CERT_SYNC = Counter("provider_gateway_cert_sync", "Reads of the on-chain certificates", ["result"])
+AUTH = Counter(
+    "provider_gateway_auth",
+    "Authentication of tenant requests (ok, none, refused, unavailable)",
+    ["result"],
+)
+BUS_REQUESTS = Counter(
+    "provider_gateway_bus_requests",
+    "Requests to other services over the bus, by command and outcome",
+    ["command", "result"],
+)

@@ -1,0 +1,262 @@
+"""Akash's tenant REST routes (``gateway/rest/router.go``), answered over the bus.
+
+Public: ``GET /version``, ``/address``, ``/status``. Tenant (authenticated, the owner in
+every ID is the tenant, the provider is us): ``PUT /deployment/{dseq}/manifest`` to the
+manifest service; ``GET /lease/{dseq}/{gseq}/{oseq}/status``, ``…/service/{name}/status``
+and ``…/manifest`` to the cluster service. Errors are ``{"message": …}``
+(:mod:`akgateway.app`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import platform
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from akbus import ConnectionLost, RequestTimeout, UnexpectedReply
+from akgateway import metrics
+from akgateway.auth import Tenant
+from akgateway.context import Gateway, gateway_of
+from akgateway.domain.answers import parse_manifest, query_error, rejection_error
+from akgateway.domain.status import STATUS_SOURCES, kube_version, legacy_status
+from akgateway.errors import Internal, NotFound, PayloadTooLarge, Unavailable
+from aktypes.events import (
+    GetLeaseManifest,
+    GetLeaseStatus,
+    LeaseManifestReport,
+    LeaseQueryFailed,
+    LeaseStatusReport,
+    ManifestAccepted,
+    ManifestRejected,
+    Payload,
+    SubmitManifest,
+)
+from aktypes.events.streams import CLUSTER_COMMANDS, MANIFEST_COMMANDS
+from aktypes.ids import MAX_UINT32, MAX_UINT64, DeploymentID, LeaseID
+
+R = TypeVar("R", bound=Payload)
+R2 = TypeVar("R2", bound=Payload)
+
+router = APIRouter()
+Ctx = Annotated[Gateway, Depends(gateway_of)]
+Dseq = Annotated[int, Path(ge=1, le=MAX_UINT64, description="deployment sequence")]
+Gseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="group sequence")]
+Oseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="order sequence")]
+
+
+class ErrorBody(BaseModel):
+    message: str
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+TENANT_ERRORS = _errors(400, 401, 404, 503)
+
+# -- public ---------------------------------------------------------------------------------
+
+
+ALL_STATUSES = tuple(STATUS_SOURCES)
+
+
+async def _statuses(gateway: Gateway, services: tuple[str, ...] = ALL_STATUSES) -> dict[str, Any]:
+    """The latest retained status of each of ``services`` (None: never published)."""
+    try:
+        found = await asyncio.gather(*(gateway.bus.status(s) for s in services))
+    except ConnectionLost as exc:
+        raise Unavailable(f"the bus (Redis) is unreachable: {exc}") from None
+    return dict(zip(services, found, strict=True))
+
+
+@router.get("/version", summary="build information of the provider and its Kubernetes")
+async def version(gateway: Ctx) -> dict[str, Any]:
+    kube = kube_version(await _statuses(gateway, ("cluster",)))
+    return {
+        "akash": {
+            "version": gateway.version,
+            "commit": "",  # not recorded in this build
+            "buildTags": "",
+            "go": f"{platform.python_implementation()} {platform.python_version()}",
+            "cosmosSdkVersion": "",  # no Cosmos SDK inside: REST/RPC clients of our own
+        },
+        "kube": kube,
+    }
+
+
+@router.get("/address", summary="the provider's account")
+async def address(gateway: Ctx) -> dict[str, str]:
+    return {"address": gateway.provider}
+
+
+@router.get("/status", summary="Akash's legacy status: cluster, bid engine, manifests")
+async def status(gateway: Ctx) -> dict[str, Any]:
+    return legacy_status(
+        await _statuses(gateway),
+        address=gateway.provider,
+        public_hostname=gateway.settings.cluster_public_hostname,
+        now=dt.datetime.now(dt.UTC),
+        max_age=gateway.settings.gateway_status_max_age,
+    )
+
+
+# -- tenant ---------------------------------------------------------------------------------
+
+
+async def _ask(
+    gateway: Gateway,
+    stream: str,
+    command: Payload,
+    expect: tuple[type[R], type[R2]],
+    *,
+    timeout: float,
+    who: str,
+) -> R | R2:
+    kind = str(getattr(command, "type", type(command).__name__))
+    try:
+        reply = await gateway.bus.request(stream, command, expect, timeout_s=timeout)
+    except RequestTimeout:
+        metrics.BUS_REQUESTS.labels(kind, "timeout").inc()
+        raise Unavailable(f"the {who} did not answer within {timeout:g}s") from None
+    except ConnectionLost as exc:
+        metrics.BUS_REQUESTS.labels(kind, "unreachable").inc()
+        raise Unavailable(f"the bus (Redis) is unreachable: {exc}") from None
+    except UnexpectedReply as exc:
+        metrics.BUS_REQUESTS.labels(kind, "unexpected").inc()
+        raise Internal(str(exc)) from None
+    metrics.BUS_REQUESTS.labels(kind, "answered").inc()
+    return reply
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"body of {declared} bytes is over the limit of {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@router.put(
+    "/deployment/{dseq}/manifest",
+    summary="send the manifest of one of your deployments",
+    response_class=Response,
+    responses={
+        200: {"description": "accepted (empty body)"},
+        **_errors(400, 401, 404, 413, 422, 503),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "the manifest: a JSON array of groups, as Akash's tools send it",
+            "content": {
+                "application/json": {"schema": {"type": "array", "items": {"type": "object"}}}
+            },
+        }
+    },
+)
+async def submit_manifest(
+    *, request: Request, dseq: Dseq, tenant: Tenant, gateway: Ctx
+) -> Response:
+    manifest = parse_manifest(await _body(request, gateway.settings.gateway_max_body))
+    command = SubmitManifest(
+        deployment_id=DeploymentID(owner=tenant.owner, dseq=dseq), manifest=manifest
+    )
+    reply = await _ask(
+        gateway,
+        MANIFEST_COMMANDS,
+        command,
+        (ManifestAccepted, ManifestRejected),
+        timeout=gateway.settings.gateway_submit_timeout,
+        who="manifest service",
+    )
+    if isinstance(reply, ManifestRejected):
+        raise rejection_error(reply)
+    return Response(status_code=200)
+
+
+def _lease(gateway: Gateway, tenant: Tenant, dseq: int, gseq: int, oseq: int) -> LeaseID:
+    return LeaseID(owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider)
+
+
+async def _lease_status(
+    gateway: Gateway, lease_id: LeaseID, service: str = ""
+) -> LeaseStatusReport:
+    reply = await _ask(
+        gateway,
+        CLUSTER_COMMANDS,
+        GetLeaseStatus(lease_id=lease_id, service=service),
+        (LeaseStatusReport, LeaseQueryFailed),
+        timeout=gateway.settings.gateway_request_timeout,
+        who="cluster service",
+    )
+    if isinstance(reply, LeaseQueryFailed):
+        raise query_error(reply)
+    return reply
+
+
+@router.get(
+    "/lease/{dseq}/{gseq}/{oseq}/status",
+    summary="status of a lease's services, forwarded ports and leased IPs",
+    responses=TENANT_ERRORS,
+)
+async def lease_status(
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Tenant, gateway: Ctx
+) -> JSONResponse:
+    report = await _lease_status(gateway, _lease(gateway, tenant, dseq, gseq, oseq))
+    return JSONResponse(
+        {
+            "services": {name: s.go_dict() for name, s in report.services.items()},
+            "forwarded_ports": {
+                name: [p.go_dict() for p in ports] for name, ports in report.forwarded_ports.items()
+            },
+            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()},
+        }
+    )
+
+
+@router.get(
+    "/lease/{dseq}/{gseq}/{oseq}/service/{service}/status",
+    summary="status of one service of a lease",
+    responses=TENANT_ERRORS,
+)
+async def service_status(
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, service: str, tenant: Tenant, gateway: Ctx
+) -> JSONResponse:
+    lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
+    report = await _lease_status(gateway, lease_id, service)
+    found = report.services.get(service)
+    if found is None:
+        raise NotFound(f"lease {lease_id} has no service {service!r}")
+    return JSONResponse(found.go_dict())
+
+
+@router.get(
+    "/lease/{dseq}/{gseq}/{oseq}/manifest",
+    summary="the manifest group deployed for a lease",
+    responses=TENANT_ERRORS,
+)
+async def lease_manifest(
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Tenant, gateway: Ctx
+) -> JSONResponse:
+    reply = await _ask(
+        gateway,
+        CLUSTER_COMMANDS,
+        GetLeaseManifest(lease_id=_lease(gateway, tenant, dseq, gseq, oseq)),
+        (LeaseManifestReport, LeaseQueryFailed),
+        timeout=gateway.settings.gateway_request_timeout,
+        who="cluster service",
+    )
+    if isinstance(reply, LeaseQueryFailed):
+        raise query_error(reply)
+    return JSONResponse(reply.group.go_dict())

@@ -1,0 +1,169 @@
+"""uvicorn inside the service runtime: the socket, the TLS details in each request's scope,
+a graceful stop when the runtime stops.
+
+- The socket is bound here, so a busy port is one clear start-up error naming
+  ``AP_GATEWAY_LISTEN`` (uvicorn would ``sys.exit`` from inside a task).
+- :class:`TLSH11Protocol` puts the connection's client certificate in every request's
+  scope as the ASGI TLS extension (``scope["extensions"]["tls"]["client_cert_chain"]``,
+  PEM), which uvicorn does not do itself. It is read from the connection, never from a
+  header, and proxy headers are off: nothing a client sends can change who it is.
+- Signals belong to the runtime: uvicorn's own handlers are not installed. On SIGTERM the
+  runtime exits its resources; :class:`HTTPServer` then stops accepting, lets requests in
+  flight finish (``graceful_s``), and closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import socket
+import ssl
+from collections.abc import Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from akservice import StartupError
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+    from uvicorn._types import ASGI3Application
+
+log = logging.getLogger("akgateway.server")
+
+
+def tls_extension(ssl_object: ssl.SSLObject) -> dict[str, Any]:
+    """The ASGI TLS extension for a connection (client certificate as PEM, if any)."""
+    der = ssl_object.getpeercert(binary_form=True)
+    version = ssl_object.version()
+    return {
+        "server_cert": None,
+        "client_cert_chain": [ssl.DER_cert_to_PEM_cert(der)] if der else [],
+        "client_cert_name": None,
+        "client_cert_error": None,
+        "tls_version": 0x0304 if version == "TLSv1.3" else None,
+        "cipher_suite": None,
+    }
+
+
+def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        scope["extensions"] = {**(scope.get("extensions") or {}), "tls": tls}
+        await app(scope, receive, send)
+
+    return asgi
+
+
+class TLSH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, with the connection's TLS details in every request's scope."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if isinstance(ssl_object, ssl.SSLObject):
+            app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
+            self.app = cast("ASGI3Application", app)
+
+
+def _plain(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's terminal-coloured copy of each message from structured logs."""
+    record.__dict__.pop("color_message", None)
+    return True
+
+
+for _name in ("uvicorn.error", "uvicorn.access"):
+    logging.getLogger(_name).addFilter(_plain)
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the runtime owns SIGTERM/SIGINT and stops us through HTTPServer.__aexit__
+
+
+def bind(host: str, port: int, variable: str) -> socket.socket:
+    """A socket bound to ``host:port`` but not listening yet: connections are refused until
+    the server starts, and a busy port is known at once (``variable`` names the setting)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = (
+            "the address is already in use"
+            if exc.errno == errno.EADDRINUSE
+            else (exc.strerror or str(exc))
+        )
+        raise StartupError(f"cannot listen on {host}:{port} ({variable}): {reason}") from None
+    return sock
+
+
+class HTTPServer:
+    """The app served over TLS on ``sock`` (from :func:`bind`) while the block runs (an
+    async context manager for :meth:`akservice.Runtime.resource`)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        context: ssl.SSLContext,
+        sock: socket.socket,
+        *,
+        graceful_s: float,
+    ) -> None:
+        self.host, self.port = sock.getsockname()[:2]
+        self._sock = sock
+        self.graceful_s = graceful_s
+        self.config = uvicorn.Config(
+            app,
+            http=TLSH11Protocol,
+            ws="none",
+            lifespan="off",
+            log_config=None,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=max(int(graceful_s), 1),
+            ssl_context_factory=lambda _config, _default: context,
+        )
+        self.server = _Server(self.config)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def listening(self) -> bool:
+        return self.server.started and self._task is not None and not self._task.done()
+
+    async def __aenter__(self) -> Self:
+        self._task = asyncio.create_task(self.server.serve(sockets=[self._sock]), name="uvicorn")
+        while not self.server.started:
+            if self._task.done():
+                self._task.result()  # its error, if any
+                raise StartupError(f"the tenant API on {self.host}:{self.port} did not start")
+            await asyncio.sleep(0.01)
+        log.info("tenant API listening", extra={"url": f"https://{self.host}:{self.port}"})
+        return self
+
+    async def watch(self) -> None:
+        """Wait while the server runs (a supervised task; its cancellation leaves the server
+        to :meth:`__aexit__`)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.server.should_exit = True
+        if self._task is not None:
+            try:
+                async with asyncio.timeout(self.graceful_s + 1.0):
+                    await asyncio.shield(self._task)
+            except TimeoutError:
+                self._task.cancel()
+                log.warning("requests still running at shutdown were cut off")
+            except Exception:
+                log.exception("the HTTP server failed while stopping")
+        self._sock.close()

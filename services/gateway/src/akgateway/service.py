@@ -1,0 +1,96 @@
+"""The gateway process: Akash's tenant REST API over mTLS, on the service runtime.
+
+Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain relay's
+status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
+fatal error naming the command that makes it), read every on-chain certificate into the
+TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening) and keep
+the trust store current. The gateway keeps no state: every answer comes from the bus
+(requests to the manifest and cluster services, retained statuses) or the chain.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from akchain.lcd import LCDClient
+from akgateway.adapters.chain import CertificateLookup, ChainCertificates
+from akgateway.app import create_app
+from akgateway.context import Gateway
+from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
+from akgateway.errors import CertificateFileError, ChainUnavailable
+from akgateway.server import HTTPServer, bind
+from akgateway.settings import GatewaySettings
+from akgateway.tls import TrustedCertificates, server_context
+from akservice import Runtime, ServiceSpec
+from akservice.runtime import version_of
+
+log = logging.getLogger("akgateway")
+
+GENERATE = "python -m akgateway cert generate"
+PUBLISH = "python -m akgateway cert publish"
+
+
+def load_certificate(settings: GatewaySettings, address: str) -> ProviderCertificate:
+    path = settings.certificate_path(address)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CertificateFileError(
+            f"no provider certificate at {path} (AP_GATEWAY_TLS_DIR): create it with "
+            f"`{GENERATE}`, then put it on chain with `{PUBLISH}`"
+        ) from None
+    except OSError as exc:
+        raise CertificateFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_provider_pem(data, address, str(path))
+
+
+async def start(rt: Runtime[GatewaySettings]) -> None:
+    settings = rt.settings
+    address = await rt.provider_address(settings.provider_address)
+    own = load_certificate(settings, address)
+    context = server_context(settings.certificate_path(address))
+    sock = bind(*settings.listen(), "AP_GATEWAY_LISTEN")  # a busy port fails now, not later
+    lcd = await rt.resource(LCDClient(settings.api))
+    trusted = TrustedCertificates(context, ChainCertificates(lcd))
+    await rt.wait_for(
+        f"the on-chain certificates from {settings.api}", trusted.sync, retry_on=(ChainUnavailable,)
+    )
+    if not trusted.trusts(own.der):
+        log.warning(
+            "the provider's certificate %s is not on chain: tenants' tools will refuse this "
+            "gateway until it is published (`%s`)",
+            own.serial,
+            PUBLISH,
+        )
+    gateway = Gateway(
+        bus=rt.bus,
+        settings=settings,
+        provider=address,
+        certificates=CertificateLookup(lcd, settings.gateway_cert_cache_ttl),
+        version=version_of("akgateway"),
+    )
+    server = await rt.resource(
+        HTTPServer(
+            create_app(gateway),
+            context,
+            sock,
+            graceful_s=max(rt.config.bus.drain_timeout_s - 1.5, 0.5),
+        )
+    )
+    rt.readiness(lambda: [] if server.listening else ["the tenant API is not listening"])
+    rt.supervise(server.watch(), "http")
+    rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
+    log.info("gateway for provider %s", address, extra={"certificate": own.serial})
+
+
+SPEC = ServiceSpec(
+    name="gateway",
+    title="gateway",
+    summary="Akash's tenant REST API over mTLS: manifests, lease status, provider status "
+    "(`python -m akgateway cert --help`: the provider's certificate)",
+    distribution="akgateway",
+    settings=GatewaySettings,
+    health_listen="0.0.0.0:8095",
+    start=start,
+    fatal=(CertificateFileError,),
+)

@@ -1,0 +1,73 @@
+"""Gateway settings, with Akash's names where the Go provider has one.
+
+``AP_GATEWAY_LISTEN`` is Akash's ``--gateway-listen-address``; ``AP_API``,
+``AP_PROVIDER_ADDRESS`` (empty: the address the chain relay signs for, read from its status)
+and ``AP_CLUSTER_PUBLIC_HOSTNAME`` mean what they mean in the other services. The rest are
+ours: where the provider's certificate lives, how long bus requests may take, how often the
+on-chain client certificates are read again. The process's own settings
+(``AP_GATEWAY_HEALTH_LISTEN``, logs), ``REDIS_*`` and ``AKBUS_*`` come from the service
+runtime (``python -m akgateway --help`` lists them all).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from akservice import Duration
+from akservice.settings import listen_address
+
+MIB = 1024 * 1024
+
+
+class GatewaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
+
+    gateway_listen: str = Field(
+        default="0.0.0.0:8443", description="address of the tenant REST API (TLS 1.3)"
+    )
+    gateway_tls_dir: Path = Field(
+        default=Path("."),
+        description="folder of <provider address>.pem (`python -m akgateway cert generate`)",
+    )
+    api: str = Field(default="http://localhost:1317", description="Cosmos REST (LCD) of the node")
+    provider_address: str = Field(
+        default="", description="the provider's account (empty: the chain relay's, from its status)"
+    )
+    cluster_public_hostname: str = Field(
+        default="",
+        description="the cluster's public host: forwarded ports, AKASH_CLUSTER_PUBLIC_HOSTNAME",
+    )
+    gateway_request_timeout: Duration = Field(
+        default=10.0, gt=0, description="wait this long for the cluster to answer a lease query"
+    )
+    gateway_submit_timeout: Duration = Field(
+        default=120.0, gt=0, description="wait this long for the manifest service (Akash: 120s)"
+    )
+    gateway_cert_sync_interval: Duration = Field(
+        default=2.0, gt=0, description="look for new on-chain client certificates this often"
+    )
+    gateway_cert_cache_ttl: Duration = Field(
+        default=5.0, ge=0, description="reuse a client certificate's on-chain state this long"
+    )
+    gateway_status_max_age: Duration = Field(
+        default=30.0, gt=0, description="a service status older than this is reported stale"
+    )
+    gateway_max_body: int = Field(
+        default=4 * MIB, ge=1024, description="largest request body accepted, bytes (413 above)"
+    )
+
+    @field_validator("gateway_listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        listen_address(value)
+        return value
+
+    def listen(self) -> tuple[str, int]:
+        return listen_address(self.gateway_listen)
+
+    def certificate_path(self, address: str) -> Path:
+        """Where the provider's certificate and key are: ``<AP_GATEWAY_TLS_DIR>/<address>.pem``."""
+        return self.gateway_tls_dir / f"{address}.pem"

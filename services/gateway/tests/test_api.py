@@ -1,0 +1,442 @@
+"""The tenant REST API against real processes: TLS and authentication with certificates on
+the devnet's chain, every route and status code, the manifest and cluster services played by
+stand-ins (:class:`akgateway.testing.StandIns`)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import ssl
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from akbus import Bus, RedisSettings
+from akchain import msgs
+from akgateway.testing import MadeCertificate, client_context, make_certificate
+from akservice.testing import eventually_sync, http_status
+from aktypes.events import (
+    BidEngineStatus,
+    ChainStatus,
+    ClusterStatus,
+    ForwardedPort,
+    GetLeaseManifest,
+    GetLeaseStatus,
+    LeasedIPStatus,
+    LeaseManifestReport,
+    LeaseQueryFailed,
+    LeaseStatusReport,
+    ManifestRejected,
+    ManifestStatus,
+    NodeTotals,
+    ResourceTotals,
+    ServiceStatus,
+    SubmitManifest,
+)
+from aktypes.events.streams import status_stream
+from aktypes.ids import LeaseID
+from aktypes.sdl import parse_sdl
+
+CORPUS = Path(__file__).parents[3] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
+TETRIS = parse_sdl((CORPUS / "tetris.yaml").read_text())
+MANIFEST = json.dumps(TETRIS.manifest.go_json()).encode()
+GROUP = TETRIS.manifest.groups[0]
+HASH = "ab" * 32
+Pems = tuple[bytes, bytes]
+
+
+async def publish(stack: Any, name: str, made: MadeCertificate) -> None:
+    async with stack.devnet.clients() as chain:
+        wallet = chain.wallet(name)
+        await wallet.send(msgs.create_certificate(wallet.address, made.cert_pem, made.pubkey_pem))
+
+
+def pems(made: MadeCertificate) -> Pems:
+    return made.cert_pem, made.key_pem
+
+
+@pytest.fixture(scope="module")
+def tenant(stack: Any) -> tuple[str, Pems, MadeCertificate]:
+    """tenant-1: its address and client certificate, published and trusted by the gateway."""
+    address = stack.devnet.signer("tenant-1").address
+    made = make_certificate(address)
+    asyncio.run(publish(stack, "tenant-1", made))
+    stack.wait_trusted(pems(made))
+    return address, pems(made), made
+
+
+@pytest.fixture(autouse=True)
+def fresh_services(stack: Any) -> None:
+    stack.services.reset()
+
+
+def refused_in_handshake(stack: Any, cert: Pems) -> bool:
+    """The TLS layer drops the connection (TLS 1.3: the alert arrives on the first read)."""
+    try:
+        stack.call("GET", "/version", cert=cert)
+    except (ssl.SSLError, ConnectionError):
+        return True
+    return False
+
+
+# -- the provider's certificate and TLS ---------------------------------------------------
+
+
+def test_the_provider_certificate_is_made_published_and_served(stack: Any) -> None:
+    pem = stack.tmp / "tls" / f"{stack.provider}.pem"
+    assert pem.stat().st_mode & 0o777 == 0o600
+    own = x509.load_pem_x509_certificate(pem.read_bytes())
+    assert own.subject.rfc4514_string() == f"CN={stack.provider}"
+    sans = own.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in sans.get_values_for_type(x509.DNSName)
+    assert "127.0.0.1" in [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)]
+    url = f"{stack.devnet.lcd_url}/akash/cert/v1/certificates/list?filter.owner={stack.provider}"
+    with urllib.request.urlopen(url) as response:  # noqa: S310 - the devnet's LCD
+        on_chain = json.load(response)["certificates"]
+    assert [(c["serial"], c["certificate"]["state"]) for c in on_chain] == [
+        (str(own.serial_number), "valid")
+    ]
+    served = ssl.get_server_certificate(("127.0.0.1", stack.port))
+    assert x509.load_pem_x509_certificate(served.encode()) == own
+
+    again = stack.gateway.cert("publish")
+    assert again.returncode == 0, again.stderr
+    assert "on chain already" in again.stdout
+    refused = stack.gateway.cert("generate")
+    assert refused.returncode == 1
+    assert "--force" in refused.stderr
+
+
+def test_only_tls_1_3_is_spoken(stack: Any) -> None:
+    with pytest.raises(ssl.SSLError):
+        stack.call("GET", "/version", context=client_context(maximum=ssl.TLSVersion.TLSv1_2))
+    assert stack.call("GET", "/version").status == 200
+
+
+# -- public routes ------------------------------------------------------------------------
+
+
+def test_public_routes_answer_without_a_client_certificate(stack: Any) -> None:
+    version = stack.call("GET", "/version")
+    assert version.status == 200
+    assert set(version.body) == {"akash", "kube"}
+    assert set(version.body["akash"]) == {
+        "version",
+        "commit",
+        "buildTags",
+        "go",
+        "cosmosSdkVersion",
+    }
+    assert version.body["akash"]["version"] == "0.1.0"
+    assert stack.call("GET", "/address").body == {"address": stack.provider}
+    assert stack.call("GET", "/status").status == 200
+    openapi = stack.call("GET", "/openapi.json")
+    assert openapi.status == 200
+    assert {
+        "/version", "/address", "/status", "/deployment/{dseq}/manifest",
+        "/lease/{dseq}/{gseq}/{oseq}/status", "/lease/{dseq}/{gseq}/{oseq}/manifest",
+        "/lease/{dseq}/{gseq}/{oseq}/service/{service}/status",
+    } <= set(openapi.body["paths"])  # fmt: skip
+    assert stack.call("GET", "/docs").status == 200
+
+
+def test_unknown_routes_and_methods_answer_json(stack: Any) -> None:
+    missing = stack.call("GET", "/nothing/here")
+    assert (missing.status, missing.message) == (404, "Not Found")
+    wrong = stack.call("DELETE", "/version")
+    assert (wrong.status, wrong.message) == (405, "Method Not Allowed")
+
+
+# -- authentication -----------------------------------------------------------------------
+
+
+def test_tenant_routes_need_a_client_certificate(stack: Any) -> None:
+    for method, path in [
+        ("PUT", "/deployment/7/manifest"),
+        ("GET", "/lease/7/1/1/status"),
+        ("GET", "/lease/7/1/1/service/web/status"),
+        ("GET", "/lease/7/1/1/manifest"),
+    ]:
+        answer = stack.call(method, path, body=MANIFEST if method == "PUT" else None)
+        assert answer.status == 401, (path, answer.raw)
+        assert "client certificate" in answer.message
+    assert stack.services.seen == []
+
+
+def test_bearer_tokens_are_not_accepted_yet(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    bearer = {"Authorization": "Bearer abc.def.ghi"}
+    answer = stack.call("GET", "/lease/7/1/1/status", headers=bearer)
+    assert answer.status == 401
+    assert "bearer" in answer.message
+    both = stack.call("GET", "/lease/7/1/1/status", cert=cert, headers=bearer)
+    assert (both.status, "ambiguous" in both.message) == (400, True)
+    basic = stack.call("GET", "/lease/7/1/1/status", headers={"Authorization": "Basic eA=="})
+    assert basic.status == 400
+
+
+def test_a_valid_certificate_authenticates_its_owner(stack: Any, tenant: Any) -> None:
+    owner, cert, _ = tenant
+    answer = stack.call("PUT", "/deployment/42/manifest", cert=cert, body=MANIFEST)
+    assert (answer.status, answer.raw) == (200, b"")
+    [command] = stack.services.seen
+    assert isinstance(command, SubmitManifest)
+    assert str(command.deployment_id) == f"{owner}/42"
+    assert command.manifest == TETRIS.manifest
+
+
+async def test_a_revoked_certificate_is_refused(stack: Any) -> None:
+    address = stack.devnet.signer("tenant-2").address
+    made = make_certificate(address)
+    await publish(stack, "tenant-2", made)
+    assert stack.wait_trusted(pems(made)).status == 404  # the stand-in's "no such lease"
+    async with stack.devnet.clients() as chain:
+        await chain.wallet("tenant-2").send(msgs.revoke_certificate(address, made.serial))
+
+    def refused() -> str | None:
+        answer = stack.call("GET", "/lease/1/1/1/status", cert=pems(made))
+        return answer.message if answer.status == 401 else None
+
+    message = eventually_sync(refused, timeout_s=10, what="a 401 for the revoked certificate")
+    assert f"{made.serial} of {address} is revoked" in message
+
+
+async def test_an_expired_certificate_is_refused(stack: Any) -> None:
+    address = stack.devnet.signer("tenant-3").address
+    now = dt.datetime.now(dt.UTC)
+    made = make_certificate(
+        address, valid_from=now - dt.timedelta(days=10), valid_until=now - dt.timedelta(days=1)
+    )
+    await publish(stack, "tenant-3", made)
+    answer = stack.wait_trusted(pems(made))
+    assert answer.status == 401
+    assert "expired" in answer.message
+
+
+def test_a_certificate_not_on_chain_fails_the_handshake(stack: Any, tenant: Any) -> None:
+    owner, _, _ = tenant
+    assert refused_in_handshake(stack, pems(make_certificate(owner)))
+
+
+async def test_a_certificate_minted_by_another_tenant_is_refused(stack: Any, tenant: Any) -> None:
+    """A tenant whose on-chain certificate may sign certificates (a CA) mints one with the
+    victim's name and serial: the TLS layer accepts the chain, the gateway does not."""
+    victim, _, real = tenant
+    mallory = stack.devnet.signer("faucet").address
+    authority = make_certificate(mallory, ca=True)
+    await publish(stack, "faucet", authority)
+    forged = make_certificate(victim, serial=real.cert.serial_number, issuer=authority)
+    answer = stack.wait_trusted(pems(forged))
+    assert answer.status == 401
+    assert "not the certificate published on chain" in answer.message
+    assert stack.services.seen == []
+
+
+# -- the manifest -------------------------------------------------------------------------
+
+
+def test_each_rejection_code_has_its_status(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    expected = {
+        "invalid": 422, "version_mismatch": 422, "cross_validation": 422,
+        "hostname_not_allowed": 422, "services_changed": 422,
+        "no_lease": 404, "deployment_not_found": 404,
+        "chain_unavailable": 503, "cluster_unavailable": 503,
+        "something_new": 500,
+    }  # fmt: skip
+    for code, status in expected.items():
+        stack.services.manifest = lambda c, code=code: ManifestRejected(
+            deployment_id=c.deployment_id, code=code, reason=f"because {code}"
+        )
+        answer = stack.call("PUT", "/deployment/43/manifest", cert=cert, body=MANIFEST)
+        assert answer.status == status, (code, answer.raw)
+        assert f"because {code}" in answer.message
+
+
+def test_a_silent_manifest_service_is_a_503(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    stack.services.manifest = lambda c: None
+    answer = stack.call("PUT", "/deployment/44/manifest", cert=cert, body=MANIFEST)
+    assert answer.status == 503
+    assert "manifest service did not answer" in answer.message
+
+
+def test_bad_bodies_are_400s_that_say_where(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+
+    def put(body: bytes, path: str = "/deployment/45/manifest") -> Any:
+        return stack.call("PUT", path, cert=cert, body=body)
+
+    broken = put(b'[{"name": "dcloud",\n  "services": [}]')
+    assert broken.status == 400
+    assert "line 2, column 16" in broken.message
+    shape = put(b'[{"name": 7, "services": []}]')
+    assert shape.status == 400
+    assert "[0].name" in shape.message
+    assert put(b'{"not": "a list"}').status == 400
+    assert put(b"").status == 400
+    assert put(b"\xff\xfe").status == 400
+    assert put(b"[" + b" " * (4 * 1024 * 1024) + b"]").status == 413
+    dseq = put(MANIFEST, "/deployment/abc/manifest")
+    assert dseq.status == 400
+    assert dseq.message.startswith("dseq:")
+    assert put(MANIFEST, "/deployment/0/manifest").status == 400
+    assert put(MANIFEST, f"/deployment/{2**64}/manifest").status == 400
+    assert stack.services.seen == []
+
+
+# -- lease queries ------------------------------------------------------------------------
+
+
+def _report(lease_id: LeaseID) -> LeaseStatusReport:
+    return LeaseStatusReport(
+        lease_id=lease_id,
+        services={"web": ServiceStatus(name="web", available=1, total=1, uris=["a.example"])},
+        forwarded_ports={
+            "web": [ForwardedPort(port=80, external_port=31000, proto="TCP", name="web")]
+        },
+        ips={"web": [LeasedIPStatus(port=80, external_port=80, protocol="TCP", ip="1.2.3.4")]},
+    )
+
+
+def test_lease_status_answers_with_go_names(stack: Any, tenant: Any) -> None:
+    owner, cert, _ = tenant
+    stack.services.cluster = lambda c: _report(c.lease_id)
+    answer = stack.call("GET", "/lease/50/2/3/status", cert=cert)
+    assert answer.status == 200, answer.raw
+    assert answer.body == {
+        "services": {
+            "web": {
+                "name": "web", "available": 1, "total": 1, "uris": ["a.example"],
+                "observed_generation": 0, "replicas": 0, "updated_replicas": 0,
+                "ready_replicas": 0, "available_replicas": 0,
+            }
+        },
+        "forwarded_ports": {
+            "web": [{"port": 80, "externalPort": 31000, "proto": "TCP", "name": "web"}]
+        },
+        "ips": {"web": [{"Port": 80, "ExternalPort": 80, "Protocol": "TCP", "IP": "1.2.3.4"}]},
+    }  # fmt: skip
+    [command] = stack.services.seen
+    assert isinstance(command, GetLeaseStatus)
+    assert str(command.lease_id) == f"{owner}/50/2/3/{stack.provider}"
+    assert command.service == ""
+
+
+def test_service_status_is_the_one_service(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    stack.services.cluster = lambda c: _report(c.lease_id)
+    answer = stack.call("GET", "/lease/51/1/1/service/web/status", cert=cert)
+    assert (answer.status, answer.body["name"], answer.body["uris"]) == (200, "web", ["a.example"])
+    assert stack.services.seen[0].service == "web"
+    missing = stack.call("GET", "/lease/51/1/1/service/db/status", cert=cert)
+    assert missing.status == 404
+    assert "db" in missing.message
+
+
+def test_lease_manifest_is_the_group(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    stack.services.cluster = lambda c: LeaseManifestReport(
+        lease_id=c.lease_id, version=HASH, group=GROUP
+    )
+    answer = stack.call("GET", "/lease/52/1/1/manifest", cert=cert)
+    assert answer.status == 200
+    assert answer.body == GROUP.go_dict()
+    assert isinstance(stack.services.seen[0], GetLeaseManifest)
+
+
+def test_lease_query_failures_have_their_status(stack: Any, tenant: Any) -> None:
+    _, cert, _ = tenant
+    for code, status in [("not_found", 404), ("unavailable", 503), ("internal", 500)]:
+        stack.services.cluster = lambda c, code=code: LeaseQueryFailed(
+            lease_id=c.lease_id, code=code, message=f"it is {code}"
+        )
+        for path in ("status", "manifest", "service/web/status"):
+            answer = stack.call("GET", f"/lease/53/1/1/{path}", cert=cert)
+            assert (answer.status, answer.message) == (status, f"it is {code}"), path
+    stack.services.cluster = lambda c: None
+    silent = stack.call("GET", "/lease/53/1/1/status", cert=cert)
+    assert silent.status == 503
+    assert "cluster service did not answer" in silent.message
+    bad = stack.call("GET", "/lease/53/0/1/status", cert=cert)
+    assert (bad.status, bad.message.startswith("gseq:")) == (400, True)
+
+
+# -- status, version, metrics -------------------------------------------------------------
+
+
+async def test_status_aggregates_the_retained_statuses(stack: Any) -> None:
+    bus = Bus.connect(RedisSettings(url=stack.redis_url), producer="test")
+    try:
+        for service in ("cluster", "bidengine", "manifest", "chain"):
+            await bus.backend.delete(status_stream(service))
+        empty = stack.call("GET", "/status")
+        assert empty.status == 200
+        assert (empty.body["cluster"], empty.body["bidengine"], empty.body["manifest"]) == (
+            None, None, None,
+        )  # fmt: skip
+        assert len(empty.body["errors"]) == 4
+        assert stack.call("GET", "/version").body["kube"] is None
+
+        node = ResourceTotals(cpu=4000, gpu=1, memory=8 << 30, storage_ephemeral=100 << 30)
+        cluster = ClusterStatus(
+            leases=2,
+            nodes=[NodeTotals(name="node-1", allocatable=node, available=node)],
+            storage={"beta2": 1 << 40},
+            active=[ResourceTotals(cpu=500, memory=1 << 30, storage={"beta2": 1 << 30})],
+            pending=[ResourceTotals(cpu=100)],
+            public_hostname="ingress.example.com",
+            kube_version={"major": "1", "minor": "31", "gitVersion": "v1.31.0"},
+        )
+        await bus.publish_status("cluster", cluster)
+        await bus.publish_status("bidengine", BidEngineStatus(orders=3))
+        await bus.publish_status("chain", ChainStatus(height=5, node_height=5, provider="x"))
+        old = bus.envelope(ManifestStatus(deployments=9))
+        stale = old.model_copy(update={"time": old.time - dt.timedelta(minutes=5)})
+        await bus.backend.xadd(status_stream("manifest"), stale.to_fields())
+
+        body = stack.call("GET", "/status").body
+        metric = {"cpu": 4000, "gpu": 1, "memory": 8 << 30, "storage_ephemeral": 100 << 30}
+        assert body == {
+            "cluster": {
+                "leases": 2,
+                "inventory": {
+                    "active": [
+                        {"cpu": 500, "gpu": 0, "memory": 1 << 30, "storage_ephemeral": 0,
+                         "storage": {"beta2": 1 << 30}},
+                    ],
+                    "pending": [{"cpu": 100, "gpu": 0, "memory": 0, "storage_ephemeral": 0}],
+                    "available": {
+                        "nodes": [{"name": "node-1", "allocatable": metric, "available": metric}],
+                        "storage": [{"class": "beta2", "size": 1 << 40}],
+                    },
+                },
+            },
+            "bidengine": {"orders": 3},
+            "manifest": None,
+            "cluster_public_hostname": "ingress.example.com",
+            "address": stack.provider,
+            "errors": [body["errors"][0]],
+        }  # fmt: skip
+        assert body["errors"][0].startswith("manifest: last status is 300s old")
+        kube = stack.call("GET", "/version").body["kube"]
+        assert kube == {"major": "1", "minor": "31", "gitVersion": "v1.31.0"}
+    finally:
+        await bus.close()
+
+
+def test_metrics_are_on_the_health_port(stack: Any, tenant: Any) -> None:
+    stack.call("GET", "/address")
+    status, text = http_status(f"{stack.gateway.health_url}/metrics")
+    assert status == 200
+    assert isinstance(text, str)
+    assert (
+        'provider_gateway_http_requests_total{handler="/address",method="GET",status="200"}' in text
+    )
+    assert "provider_gateway_trusted_certificates " in text
+    assert 'provider_gateway_auth_total{result="ok"}' in text
+    assert stack.call("GET", "/metrics").status == 404  # not on the tenant-facing port
