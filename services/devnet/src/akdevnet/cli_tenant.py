@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -45,6 +46,7 @@ from aktypes.errors import AkTypesError
 from aktypes.ids import BidID
 
 MAX_UINT64 = 2**64 - 1
+MAX_UINT32 = 2**32 - 1
 
 
 @tenant_app.command("new")
@@ -187,38 +189,70 @@ def tenant_cert(
     typer.echo(str(cert_path))
 
 
+def _saved_certificate(settings: DevnetSettings, key: str) -> ClientCertificate | None:
+    """The certificate ``tenant cert`` saved for ``key`` (None: there is none)."""
+    name = _cert_name(key)
+    try:
+        return ClientCertificate(
+            (settings.home / "certs" / f"{name}.crt").read_bytes(),
+            (settings.home / "certs" / f"{name}.key").read_bytes(),
+        )
+    except FileNotFoundError:
+        return None
+
+
+def _required_certificate(settings: DevnetSettings, key: str) -> ClientCertificate:
+    certificate = _saved_certificate(settings, key)
+    if certificate is None:
+        raise fail(
+            f"no saved certificate for {_cert_name(key)!r}; run `akdevnet tenant cert` first"
+        )
+    return certificate
+
+
+ProviderUrl = Annotated[
+    str | None, typer.Option(help="gateway URL (default: the provider's host URI on chain)")
+]
+VerifyProvider = Annotated[
+    bool,
+    typer.Option(
+        "--verify-provider/--no-verify-provider",
+        help="the gateway must present the provider's certificate published on chain",
+    ),
+]
+Gseq = Annotated[int, typer.Option(min=1, max=MAX_UINT32, help="group sequence")]
+Oseq = Annotated[int, typer.Option(min=1, max=MAX_UINT32, help="order sequence")]
+
+
 @tenant_app.command("send-manifest")
 def tenant_send_manifest(
     *,
     dseq: Dseq,
     sdl_file: Annotated[Path, typer.Option("--sdl", help="the SDL the deployment was made from")],
-    provider_url: Annotated[
-        str | None, typer.Option(help="gateway URL (default: the provider's host URI on chain)")
-    ] = None,
+    provider_url: ProviderUrl = None,
     key: KeyName = "tenant-1",
     home: Home = None,
     node: Node = None,
     lcd: Lcd = None,
     cert: Annotated[
-        bool, typer.Option(help="authenticate with the certificate saved by `tenant cert`")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--cert/--no-cert",
+            help="authenticate with the certificate saved by `tenant cert` "
+            "(default: when there is one)",
+        ),
+    ] = None,
+    verify_provider: VerifyProvider = True,
 ) -> None:
     """PUT the manifest to the provider that won the lease."""
     settings = settings_of(home)
     sdl = read_sdl(sdl_file)
     signer = load_key(settings, key)
     certificate = None
-    if cert:
-        name = _cert_name(key)
-        try:
-            certificate = ClientCertificate(
-                (settings.home / "certs" / f"{name}.crt").read_bytes(),
-                (settings.home / "certs" / f"{name}.key").read_bytes(),
-            )
-        except FileNotFoundError:
-            raise fail(
-                f"no saved certificate for {name!r}; run `akdevnet tenant cert` first"
-            ) from None
+    if cert is None:
+        certificate = _saved_certificate(settings, key)
+    elif cert:
+        certificate = _required_certificate(settings, key)
 
     async def work(tenant: Tenant) -> list[str]:
         leases = await tenant.lcd.leases(owner=tenant.address, dseq=dseq, state="active")
@@ -228,12 +262,137 @@ def tenant_send_manifest(
         answers = []
         for provider in sorted({lease.id.provider for lease in leases}):
             url = provider_url or (await tenant.lcd.provider(provider)).host_uri
-            status = await tenant.send_manifest(dseq, sdl, url, certificate=certificate)
-            answers.append(f"{provider} {url}: HTTP {status}")
+            checked = provider if verify_provider and certificate is not None else None
+            status, body = await tenant.send_manifest_answer(
+                dseq, sdl, url, certificate=certificate, provider=checked
+            )
+            message = body.get("message") if isinstance(body, dict) else None
+            answers.append(f"{provider} {url}: HTTP {status}" + (f": {message}" if message else ""))
         return answers
 
     for line in run(with_tenant(settings, signer, node, lcd, work)):
         typer.echo(line)
+
+
+async def _lease_gateway(
+    tenant: Tenant, dseq: int, gseq: int, oseq: int, provider_url: str | None
+) -> tuple[str, str]:
+    """The provider of the tenant's lease ``dseq/gseq/oseq`` and its gateway's URL."""
+    leases = await tenant.lcd.leases(owner=tenant.address, dseq=dseq)
+    found = sorted(
+        (lease for lease in leases if (lease.id.gseq, lease.id.oseq) == (gseq, oseq)),
+        key=lambda lease: lease.state != "active",
+    )
+    if not found:
+        await tenant.check_active(dseq)
+        raise LookupError(f"deployment {dseq} has no lease {gseq}/{oseq}")
+    provider = found[0].id.provider
+    return provider, provider_url or (await tenant.lcd.provider(provider)).host_uri
+
+
+def _show(url: str, answer: tuple[int, Any]) -> str:
+    status, body = answer
+    if status == 200:
+        return json.dumps(body, indent=2, sort_keys=True)
+    message = body.get("message") if isinstance(body, dict) else body
+    raise BadOption(f"{url}: HTTP {status}: {message}")
+
+
+def _lease_query(
+    what: Callable[[Tenant, str, ClientCertificate, str | None], Awaitable[tuple[int, Any]]],
+    target: tuple[int, int, int, str | None, bool],
+    *,
+    key: str,
+    home: Path | None,
+    node: str | None,
+    lcd: str | None,
+) -> None:
+    settings = settings_of(home)
+    signer = load_key(settings, key)
+    certificate = _required_certificate(settings, key)
+    dseq, gseq, oseq, provider_url, verify = target
+
+    async def work(tenant: Tenant) -> str:
+        provider, url = await _lease_gateway(tenant, dseq, gseq, oseq, provider_url)
+        answer = await what(tenant, url, certificate, provider if verify else None)
+        return _show(url, answer)
+
+    typer.echo(run(with_tenant(settings, signer, node, lcd, work)))
+
+
+@tenant_app.command("lease-status")
+def tenant_lease_status(
+    *,
+    dseq: Dseq,
+    gseq: Gseq = 1,
+    oseq: Oseq = 1,
+    provider_url: ProviderUrl = None,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    verify_provider: VerifyProvider = True,
+) -> None:
+    """A lease's services, forwarded ports and IPs, from the provider's gateway."""
+
+    async def what(
+        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
+    ) -> tuple[int, Any]:
+        return await tenant.lease_status(dseq, gseq, oseq, url, certificate, provider=provider)
+
+    target = (dseq, gseq, oseq, provider_url, verify_provider)
+    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
+
+
+@tenant_app.command("service-status")
+def tenant_service_status(
+    *,
+    dseq: Dseq,
+    service: Annotated[str, typer.Argument(help="service name in the SDL")],
+    gseq: Gseq = 1,
+    oseq: Oseq = 1,
+    provider_url: ProviderUrl = None,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    verify_provider: VerifyProvider = True,
+) -> None:
+    """One service of a lease, from the provider's gateway."""
+
+    async def what(
+        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
+    ) -> tuple[int, Any]:
+        return await tenant.service_status(
+            dseq, gseq, oseq, service, url, certificate, provider=provider
+        )
+
+    target = (dseq, gseq, oseq, provider_url, verify_provider)
+    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
+
+
+@tenant_app.command("lease-manifest")
+def tenant_lease_manifest(
+    *,
+    dseq: Dseq,
+    gseq: Gseq = 1,
+    oseq: Oseq = 1,
+    provider_url: ProviderUrl = None,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    node: Node = None,
+    lcd: Lcd = None,
+    verify_provider: VerifyProvider = True,
+) -> None:
+    """The manifest group the provider deployed for a lease."""
+
+    async def what(
+        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
+    ) -> tuple[int, Any]:
+        return await tenant.lease_manifest(dseq, gseq, oseq, url, certificate, provider=provider)
+
+    target = (dseq, gseq, oseq, provider_url, verify_provider)
+    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
 
 
 @tenant_app.command("close")

@@ -1,5 +1,6 @@
 """Simulated tenants: each deploys a random SDL from a folder, takes the cheapest bid, sends
-the manifest when a provider URL is given, keeps the lease a while, closes, and starts over.
+the manifest (over mTLS, with a client certificate published on chain) when a provider URL
+is given, keeps the lease a while, closes, and starts over.
 
 Keeps a local chain busy the way real tenants would, for demos and soak tests.
 """
@@ -19,7 +20,7 @@ from akchain.keys import Signer
 from akchain.lcd import LCDClient
 from akchain.rpc import RPCClient
 from akchain.wallet import Wallet
-from akdevnet.tenant import Tenant
+from akdevnet.tenant import ClientCertificate, Tenant
 from aktypes.coin import Coin
 from aktypes.errors import SDLError
 from aktypes.sdl import SDL, parse_sdl
@@ -60,6 +61,7 @@ class Simulation:
     hold: tuple[float, float] = (5.0, 30.0)
     bid_timeout: float = 30.0
     stats: Stats = field(default_factory=Stats)
+    certificates: dict[str, ClientCertificate] = field(default_factory=dict)
 
     async def _funded_tenant(self, faucet: Wallet) -> Tenant:
         signer = Signer.generate()
@@ -70,7 +72,10 @@ class Simulation:
                 [Coin(denom="uakt", amount=10**9), Coin(denom="uact", amount=10**9)],
             )
         )
-        return Tenant(Wallet(signer, self.rpc, self.lcd, chain_id=self.chain_id), self.lcd)
+        tenant = Tenant(Wallet(signer, self.rpc, self.lcd, chain_id=self.chain_id), self.lcd)
+        if self.provider_url:  # gateways take manifests only over mTLS
+            self.certificates[tenant.address] = await tenant.create_certificate()
+        return tenant
 
     async def _one_round(self, tenant: Tenant, rng: random.Random) -> None:
         name, sdl = rng.choice(list(self.sdls))
@@ -82,12 +87,20 @@ class Simulation:
             leases = await tenant.accept_cheapest(deployment.dseq)
             self.stats.leases += len(leases)
             if self.provider_url:
-                status = await tenant.send_manifest(deployment.dseq, sdl, self.provider_url)
+                status, answer = await tenant.send_manifest_answer(
+                    deployment.dseq,
+                    sdl,
+                    self.provider_url,
+                    certificate=self.certificates.get(tenant.address),
+                )
                 if status == 200:
                     self.stats.manifests += 1
+                    log.info(
+                        "tenant %s: manifest of dseq %d accepted", tenant.address, deployment.dseq
+                    )
                 else:
                     self.stats.errors.append(
-                        f"dseq {deployment.dseq}: manifest refused with HTTP {status}"
+                        f"dseq {deployment.dseq}: manifest refused with HTTP {status}: {answer}"
                     )
             await asyncio.sleep(rng.uniform(*self.hold))
         except (TimeoutError, LookupError) as exc:  # no bids in time; deployment gone

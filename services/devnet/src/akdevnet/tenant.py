@@ -12,8 +12,10 @@ import asyncio
 import datetime as dt
 import json
 import ssl
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from cryptography import x509
@@ -216,6 +218,64 @@ class Tenant:
         await self.wallet.send(*(msgs.create_lease(b.id) for b in chosen))
         return [b.id.lease_id for b in chosen]
 
+    async def provider_certificates(self, provider: str) -> list[bytes]:
+        """The PEM certificates ``provider`` has on chain and not revoked."""
+        found = await self.lcd.certificates(owner=provider, state="valid")
+        return [c.cert for c in found if c.state == "valid" and c.cert]
+
+    async def gateway_context(
+        self, certificate: ClientCertificate | None, provider: str | None
+    ) -> ssl.SSLContext | bool:
+        """TLS for a provider's gateway: our client certificate, if any; with ``provider``,
+        the server must present one of that provider's on-chain certificates (as Akash's
+        client checks), else any server certificate is taken (``False`` without either)."""
+        if certificate is None and provider is None:
+            return False
+        context = ssl.create_default_context()
+        context.check_hostname = False  # on-chain certificates name the account, not the host
+        if provider is None:
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            trusted = await self.provider_certificates(provider)
+            if not trusted:
+                raise LookupError(f"provider {provider} has no valid certificate on chain")
+            context.load_verify_locations(cadata=b"".join(trusted).decode())
+            context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # exactly those certificates
+        if certificate is not None:
+            import tempfile  # noqa: PLC0415
+
+            with tempfile.TemporaryDirectory() as tmp:
+                cert_path, key_path = certificate.save(Path(tmp), "client")
+                context.load_cert_chain(cert_path, key_path)
+        return context
+
+    async def gateway_request(
+        self,
+        method: str,
+        url: str,
+        *,
+        certificate: ClientCertificate | None = None,
+        provider: str | None = None,
+        body: str | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, Any]:
+        """One request to a provider's gateway: the HTTP status and the body (parsed JSON,
+        else text; None when empty)."""
+        context = await self.gateway_context(certificate, provider)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.request(method, url, data=body, headers=headers, ssl=context) as response,
+        ):
+            raw = await response.read()
+            status = response.status
+        if not raw:
+            return status, None
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
     async def send_manifest(
         self,
         dseq: int,
@@ -223,29 +283,90 @@ class Tenant:
         provider_url: str,
         *,
         certificate: ClientCertificate | None = None,
+        provider: str | None = None,
         timeout: float = 30.0,
     ) -> int:
-        """PUT the manifest to the provider's gateway; the HTTP status (200 when accepted)."""
-        context: ssl.SSLContext | bool = False
-        if certificate is not None:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE  # providers use self-signed, on-chain certificates
-            import tempfile  # noqa: PLC0415
+        """PUT the manifest to the provider's gateway; the HTTP status (200 when accepted).
 
-            with tempfile.TemporaryDirectory() as tmp:
-                cert_path, key_path = certificate.save(Path(tmp), "client")
-                context.load_cert_chain(cert_path, key_path)
+        With ``provider``, the gateway must present that provider's on-chain certificate.
+        """
+        status, _ = await self.send_manifest_answer(
+            dseq, sdl, provider_url, certificate=certificate, provider=provider, timeout=timeout
+        )
+        return status
+
+    async def send_manifest_answer(
+        self,
+        dseq: int,
+        sdl: SDL,
+        provider_url: str,
+        *,
+        certificate: ClientCertificate | None = None,
+        provider: str | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, Any]:
+        """Like :meth:`send_manifest`; the status and the gateway's answer."""
         body = json.dumps(sdl.manifest.go_json(), separators=(",", ":"))
         url = f"{provider_url.rstrip('/')}/deployment/{dseq}/manifest"
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            session.put(
-                url, data=body, headers={"Content-Type": "application/json"}, ssl=context
-            ) as response,
-        ):
-            await response.read()
-            return response.status
+        return await self.gateway_request(
+            "PUT", url, certificate=certificate, provider=provider, body=body, timeout=timeout
+        )
+
+    def _lease_url(self, provider_url: str, dseq: int, gseq: int, oseq: int) -> str:
+        return f"{provider_url.rstrip('/')}/lease/{dseq}/{gseq}/{oseq}"
+
+    async def lease_status(
+        self,
+        dseq: int,
+        gseq: int,
+        oseq: int,
+        provider_url: str,
+        certificate: ClientCertificate,
+        *,
+        provider: str | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, Any]:
+        """``GET /lease/{dseq}/{gseq}/{oseq}/status``: services, forwarded ports, IPs."""
+        url = f"{self._lease_url(provider_url, dseq, gseq, oseq)}/status"
+        return await self.gateway_request(
+            "GET", url, certificate=certificate, provider=provider, timeout=timeout
+        )
+
+    async def service_status(  # noqa: PLR0917 - the lease path, then the service
+        self,
+        dseq: int,
+        gseq: int,
+        oseq: int,
+        service: str,
+        provider_url: str,
+        certificate: ClientCertificate,
+        *,
+        provider: str | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, Any]:
+        """``GET /lease/{dseq}/{gseq}/{oseq}/service/{service}/status``."""
+        name = urllib.parse.quote(service, safe="")
+        url = f"{self._lease_url(provider_url, dseq, gseq, oseq)}/service/{name}/status"
+        return await self.gateway_request(
+            "GET", url, certificate=certificate, provider=provider, timeout=timeout
+        )
+
+    async def lease_manifest(
+        self,
+        dseq: int,
+        gseq: int,
+        oseq: int,
+        provider_url: str,
+        certificate: ClientCertificate,
+        *,
+        provider: str | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, Any]:
+        """``GET /lease/{dseq}/{gseq}/{oseq}/manifest``: the manifest group deployed."""
+        url = f"{self._lease_url(provider_url, dseq, gseq, oseq)}/manifest"
+        return await self.gateway_request(
+            "GET", url, certificate=certificate, provider=provider, timeout=timeout
+        )
 
     async def close(self, dseq: int) -> None:
         await self.wallet.send(msgs.close_deployment(DeploymentID(owner=self.address, dseq=dseq)))
