@@ -7,10 +7,12 @@ from typing import Any
 from akbidengine.service import SPEC as BIDENGINE
 from akchainsvc.service import SPEC as CHAIN
 from akcluster.service import SPEC as CLUSTER
+from akgateway.service import SPEC as GATEWAY
+from akmanifest.service import SPEC as MANIFEST
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
 
-SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE]
+SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE, MANIFEST, GATEWAY]
 
 
 def test_no_two_services_declare_one_name_differently() -> None:

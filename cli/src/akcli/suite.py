@@ -24,6 +24,7 @@ from akdevnet.testing import DevnetProcess
 from akservice.testing import ServiceProcess
 
 STATE = Path(".akash-provider")
+GATEWAY_PORT = 8443  # the devnet registers the provider at https://localhost:8443
 ROOT = Path(__file__).resolve().parents[3]  # the repository (the workspace is installed editable)
 TEMPLATES = ROOT / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 KUBESIM_NODES = ROOT / "libs" / "kubesim" / "examples" / "nodes.yaml"
@@ -59,12 +60,14 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
     devnet.start()
     provider = Provider(
         devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
-        scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"},
+        scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
+        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
     )  # fmt: skip
-    typer.echo("starting kubesim, the relay, the cluster service and the bid engine…")
+    typer.echo("starting kubesim, the relay, the cluster, bid engine, manifest and gateway…")
     provider.start()
     processes += list(provider.processes.values())
     simulate = ["simulate", "--home", str(devnet.home), "--sdl-dir", str(TEMPLATES)]
+    simulate += ["--provider-url", provider.gateway.url]
     tenants_process = ServiceProcess(
         [sys.executable, "-m", "akdevnet", *simulate, "--tenants", str(tenants), "--hold", "60"],
         log_path=logs / "tenants.log",
@@ -108,6 +111,8 @@ The provider suite is running (Ctrl-C stops everything).
   chain relay      {provider.processes["relay"].health_url}/readyz
   cluster          {provider.cluster().health_url}/readyz   (/metrics: provider_inventory_*)
   bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
+  manifest         {provider.manifest.health_url}/readyz
+  gateway          {provider.gateway.url}/status   (the tenants' API, mTLS)
   tenants          simulated, deploying Akash's templates (libs/aktypes/tests/data/awesome-akash)
   logs             {logs}/*.log
 
@@ -118,4 +123,16 @@ Watch the bids:
   uv run python -m akdevnet events --home {home} | tail
   uv run python -m akdevnet tenant bids DSEQ --home {home}
   uv run akash-provider bid screen deploy.yaml          (why would it bid, or not?)
+
+Watch a simulated tenant's deployment reach Running:
+  grep "manifest of dseq" {logs}/tenants.log               (dseqs whose manifest was accepted)
+  {redis_cli} XRANGE akash.provider.cluster.events - +    (deployment.applied, deployment.health)
+  kubectl --kubeconfig {kube.kubeconfig} get pods -A -l akash.network=true
+
+Your own deployment, as a tenant through the gateway:
+  uv run python -m akdevnet tenant cert --home {home}
+  uv run python -m akdevnet tenant deploy {TEMPLATES}/ghost.yaml --home {home}     (prints DSEQ)
+  uv run python -m akdevnet tenant accept DSEQ --home {home}
+  uv run python -m akdevnet tenant send-manifest DSEQ --sdl {TEMPLATES}/ghost.yaml --home {home}
+  uv run python -m akdevnet tenant lease-status DSEQ --home {home}
 """

@@ -2,8 +2,10 @@
 
 ``Provider`` starts, on a devnet and a Redis of the test's own, kubesim running the nodes
 below, the chain relay, a cluster service (``kube`` backend on kubesim; or the ``null``
-backend on the same nodes) and the bid engine, each as a subprocess; tests read the chain
-(LCD) and the streams to see what they did. ``akash-provider run`` starts the same.
+backend on the same nodes), the bid engine, the manifest service and the gateway (its
+certificate generated and published on chain first), each as a subprocess;
+tests read the chain (LCD), kubesim and the streams to see what they did.
+``akash-provider run`` starts the same.
 :func:`frozen` pauses one of them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
 """
 
@@ -24,6 +26,8 @@ from akbus import Bus
 from akchainsvc.testing import RelayProcess
 from akcluster.testing import ClusterProcess
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
+from akgateway.testing import GatewayProcess
+from akmanifest.testing import ManifestProcess
 from akservice.testing import ServiceProcess
 from aktypes.events import Envelope, envelope_from_fields
 from aktypes.sdl import SDL, parse_sdl
@@ -59,6 +63,9 @@ class Provider:
     tmp: Path
     bidengine_env: dict[str, str] = field(default_factory=dict)
     cluster_env: dict[str, str] = field(default_factory=dict)
+    manifest_env: dict[str, str] = field(default_factory=dict)
+    gateway_env: dict[str, str] = field(default_factory=dict)
+    gateway_port: int | None = None  # default: a free port
     nodes: str = NODES
     storage: str = "beta2=8Ti"  # persistent storage pools, AP_CLUSTER_STORAGE's syntax
     backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
@@ -103,9 +110,43 @@ class Provider:
             log_path=self.tmp / "bidengine.log",
             extra_env={**self.scales, **self.bidengine_env},
         )
+        self.processes["manifest"] = ManifestProcess(
+            redis_url=self.redis_url,
+            api=self.devnet.lcd_url,
+            log_path=self.tmp / "manifest.log",
+            extra_env=self.manifest_env,
+        )
         for process in self.processes.values():
             process.start()
+        gateway = GatewayProcess(
+            redis_url=self.redis_url,
+            api=self.devnet.lcd_url,
+            tls_dir=self.tmp / "gateway-tls",
+            log_path=self.tmp / "gateway.log",
+            port=self.gateway_port,
+            extra_env={
+                "AP_GATEWAY_REQUEST_TIMEOUT": "10s",
+                "AP_GATEWAY_SUBMIT_TIMEOUT": "60s",
+                **self.gateway_env,
+            },
+        )
+        for step in ("generate", "publish"):  # the provider's certificate, on chain
+            done = gateway.cert(step)
+            if done.returncode != 0:
+                raise RuntimeError(f"gateway cert {step}: {done.stdout}{done.stderr}")
+        self.processes["gateway"] = gateway
+        gateway.start()
         return self
+
+    @property
+    def gateway(self) -> GatewayProcess:
+        process: GatewayProcess = self.processes["gateway"]
+        return process
+
+    @property
+    def manifest(self) -> ManifestProcess:
+        process: ManifestProcess = self.processes["manifest"]
+        return process
 
     @property
     def bidengine(self) -> BidEngineProcess:
