@@ -9,22 +9,27 @@ the cluster's retained status.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-import kubernetes
-
 from akbus import Bus
 from akchain import msgs
-from akcli.testing import Provider, sdl, sdl_text
-from akdevnet.tenant import DEFAULT_DEPOSIT, ClientCertificate, Tenant
+from akcli.testing import (
+    DSEQS,
+    Provider,
+    certified,
+    flow,
+    lease_namespaces,
+    leased,
+    sdl,
+    sdl_text,
+)
+from akdevnet.tenant import DEFAULT_DEPOSIT, ClientCertificate
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.events import ClusterStatus
-from aktypes.ids import DeploymentID, LeaseID
+from aktypes.ids import DeploymentID
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
 
@@ -70,95 +75,6 @@ deployment:
       profile: web
       count: 2""",
 )
-
-
-def kube(provider: Provider) -> Any:
-    client = kubernetes.config.new_client_from_config(str(provider.kubesim.kubeconfig))
-    return kubernetes.client.CoreV1Api(client)
-
-
-def lease_namespaces(provider: Provider) -> set[str]:
-    listed = kube(provider).list_namespace(label_selector="akash.network=true")
-    return {ns.metadata.name for ns in listed.items}
-
-
-async def certified(tenant: Tenant, provider: Provider) -> ClientCertificate:
-    """A client certificate on chain that the gateway already trusts."""
-    certificate = await tenant.create_certificate()
-
-    async def works() -> int:
-        try:
-            status, _ = await tenant.gateway_request(
-                "GET", f"{provider.gateway.url}/lease/1/1/1/status", certificate=certificate
-            )
-        except aiohttp.ClientError:
-            return 0  # not in the gateway's trust store yet: refused in the handshake
-        return status
-
-    await eventually(works, timeout_s=30, what="the certificate trusted", until=lambda s: s == 404)
-    return certificate
-
-
-DSEQS = itertools.count(100_000)  # deployments made at once need dseqs of their own
-
-
-async def leased(provider: Provider, tenant: Tenant, shape: SDL) -> list[LeaseID]:
-    me = provider.devnet.signer("provider").address
-    deployment = await tenant.deploy(shape, dseq=next(DSEQS))
-    groups = len(shape.groups)
-
-    async def bids() -> Any:
-        found = await tenant.bids(deployment.dseq, provider=me)
-        return found if len(found) == groups else None
-
-    await eventually(bids, timeout_s=90, what=f"our bids on {deployment.dseq}")
-    return await tenant.accept(deployment.dseq, me)
-
-
-async def lease_status(
-    provider: Provider, tenant: Tenant, lease: LeaseID, certificate: ClientCertificate
-) -> tuple[int, Any]:
-    return await tenant.lease_status(
-        lease.dseq, lease.gseq, lease.oseq, provider.gateway.url, certificate
-    )
-
-
-def running(shape: SDL, lease: LeaseID) -> Callable[[tuple[int, Any]], bool]:
-    group = next(g for g in shape.manifest.groups if g.name == shape.groups[lease.gseq - 1].name)
-
-    def check(answer: tuple[int, Any]) -> bool:
-        status, body = answer
-        if status != 200:
-            return False
-        services = body["services"]
-        return all(
-            s.name in services and services[s.name]["available"] >= s.count
-            for s in group.services or ()
-        )
-
-    return check
-
-
-async def flow(
-    provider: Provider, tenant: Tenant, certificate: ClientCertificate, shape: SDL, name: str
-) -> dict[str, Any]:
-    leases = await leased(provider, tenant, shape)
-    dseq = leases[0].dseq
-    me = provider.devnet.signer("provider").address
-    status, answer = await tenant.send_manifest_answer(
-        dseq, shape, provider.gateway.url, certificate=certificate, provider=me
-    )
-    assert status == 200, (name, status, answer)
-    reports = {}
-    for lease in leases:
-        _, body = await eventually(
-            lambda lease=lease: lease_status(provider, tenant, lease, certificate),
-            timeout_s=90,
-            what=f"{name}: every service of {lease} available",
-            until=running(shape, lease),
-        )
-        reports[lease] = body
-    return {"name": name, "leases": leases, "reports": reports, "shape": shape}
 
 
 async def test_twenty_shapes_go_from_sdl_to_running_to_gone(

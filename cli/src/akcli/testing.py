@@ -12,24 +12,29 @@ tests read the chain (LCD), kubesim and the streams to see what they did.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import kubernetes
 import yaml
 
 from akbidengine.testing import BidEngineProcess
 from akbus import Bus
 from akchainsvc.testing import RelayProcess
 from akcluster.testing import ClusterProcess
+from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akgateway.testing import GatewayProcess
 from akmanifest.testing import ManifestProcess
-from akservice.testing import ServiceProcess
+from akservice.testing import ServiceProcess, eventually
 from aktypes.events import Envelope, envelope_from_fields
+from aktypes.ids import LeaseID
 from aktypes.sdl import SDL, parse_sdl
 from kubesim.testing import KubeSimProcess
 
@@ -254,3 +259,112 @@ deployment:
 def sdl(**asked: Any) -> SDL:
     """:func:`sdl_text`, parsed."""
     return parse_sdl(sdl_text(**asked))
+
+
+# -- a tenant's path through the suite --------------------------------------------------
+
+
+def kube(provider: Provider) -> Any:
+    """The official client's ``CoreV1Api`` on the provider's kubesim."""
+    client = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(provider.kubesim.kubeconfig)
+    )
+    return kubernetes.client.CoreV1Api(client)
+
+
+def lease_namespaces(provider: Provider) -> set[str]:
+    """The lease namespaces that exist on kubesim."""
+    listed = kube(provider).list_namespace(label_selector="akash.network=true")
+    return {ns.metadata.name for ns in listed.items}
+
+
+async def certified(tenant: Tenant, provider: Provider) -> ClientCertificate:
+    """A client certificate on chain that the gateway already trusts."""
+    certificate = await tenant.create_certificate()
+
+    async def works() -> int:
+        try:
+            status, _ = await tenant.gateway_request(
+                "GET", f"{provider.gateway.url}/lease/1/1/1/status", certificate=certificate
+            )
+        except aiohttp.ClientError:
+            return 0  # not in the gateway's trust store yet: refused in the handshake
+        return status
+
+    def not_found(status: int) -> bool:  # the lease does not exist: the certificate worked
+        return status == 404
+
+    await eventually(works, timeout_s=30, what="the certificate trusted", until=not_found)
+    return certificate
+
+
+DSEQS = itertools.count(100_000)  # deployments made at once need dseqs of their own
+
+
+async def leased(provider: Provider, tenant: Tenant, shape: SDL) -> list[LeaseID]:
+    """``shape`` deployed by ``tenant``, bid on by the provider and accepted: its leases."""
+    me = provider.devnet.signer("provider").address
+    deployment = await tenant.deploy(shape, dseq=next(DSEQS))
+    groups = len(shape.groups)
+
+    async def bids() -> Any:
+        found = await tenant.bids(deployment.dseq, provider=me)
+        return found if len(found) == groups else None
+
+    await eventually(bids, timeout_s=90, what=f"our bids on {deployment.dseq}")
+    return await tenant.accept(deployment.dseq, me)
+
+
+async def lease_status(
+    provider: Provider, tenant: Tenant, lease: LeaseID, certificate: ClientCertificate
+) -> tuple[int, Any]:
+    """The gateway's answer to the tenant's ``GET /lease/…/status``: (status, body)."""
+    return await tenant.lease_status(
+        lease.dseq, lease.gseq, lease.oseq, provider.gateway.url, certificate
+    )
+
+
+def running(shape: SDL, lease: LeaseID) -> Callable[[tuple[int, Any]], bool]:
+    """Whether a lease status answer shows every service of the lease's group available."""
+    group = next(g for g in shape.manifest.groups if g.name == shape.groups[lease.gseq - 1].name)
+
+    def check(answer: tuple[int, Any]) -> bool:
+        status, body = answer
+        if status != 200:
+            return False
+        services = body["services"]
+        return all(
+            s.name in services and services[s.name]["available"] >= s.count
+            for s in group.services or ()
+        )
+
+    return check
+
+
+async def flow(
+    provider: Provider, tenant: Tenant, certificate: ClientCertificate, shape: SDL, name: str
+) -> dict[str, Any]:
+    """A tenant's whole path for ``shape``: leased, manifest sent through the gateway, every
+    service available; ``{"name", "leases", "reports" (lease → status body), "shape"}``."""
+    leases = await leased(provider, tenant, shape)
+    dseq = leases[0].dseq
+    me = provider.devnet.signer("provider").address
+    status, answer = await tenant.send_manifest_answer(
+        dseq, shape, provider.gateway.url, certificate=certificate, provider=me
+    )
+    if status != 200:
+        raise AssertionError(f"{name}: the manifest was refused: {status} {answer}")
+    reports = {}
+    for lease in leases:
+
+        async def answer_of(lease: LeaseID = lease) -> tuple[int, Any]:
+            return await lease_status(provider, tenant, lease, certificate)
+
+        _, body = await eventually(
+            answer_of,
+            timeout_s=90,
+            what=f"{name}: every service of {lease} available",
+            until=running(shape, lease),
+        )
+        reports[lease] = body
+    return {"name": name, "leases": leases, "reports": reports, "shape": shape}
