@@ -34,7 +34,7 @@ from aktypes.events import (
     envelope_from_fields,
     streams,
 )
-from aktypes.events.status import BidEngineStatus
+from aktypes.events.status import BidEngineStatus, ManifestStatus
 from aktypes.events.streams import dlq_stream
 from aktypes.ids import OrderID
 from aktypes.testing import address, example_payloads
@@ -584,6 +584,54 @@ async def test_status_is_retained_for_late_readers(bus: Bus) -> None:
         await bus.backend.length("akash.provider.bidengine.status")
         <= 3 * FAST_SETTINGS.status_maxlen
     )
+
+
+async def test_following_statuses_gives_the_latest_then_each_new_one(bus: Bus) -> None:
+    await bus.publish_status("bidengine", BidEngineStatus(orders=1))
+    await bus.publish_status("bidengine", BidEngineStatus(orders=2))
+    seen: list[tuple[str, object]] = []
+
+    async def follow() -> None:
+        async for service, envelope in bus.follow_statuses(["bidengine", "manifest"], block_ms=50):
+            seen.append((service, envelope.payload))
+
+    task = asyncio.create_task(follow())
+    try:
+        await eventually(lambda: len(seen) == 1, what="the retained status")
+        assert seen == [("bidengine", BidEngineStatus(orders=2))]  # the latest, not history
+        await bus.publish_status("manifest", ManifestStatus(deployments=4))
+        await bus.publish_status("bidengine", BidEngineStatus(orders=3))
+        await eventually(lambda: len(seen) == 3, what="both new statuses")
+        assert dict(seen[1:]) == {  # order across streams is not kept, within one it is
+            "manifest": ManifestStatus(deployments=4),
+            "bidengine": BidEngineStatus(orders=3),
+        }
+    finally:
+        task.cancel()
+
+
+async def test_follow_tails_several_streams_without_a_group(bus: Bus) -> None:
+    one, two = "test.follow.one", "test.follow.two"
+    before = await bus.publish(one, example_payloads()[0])  # not followed: it is the start
+    got: list[tuple[str, str]] = []
+
+    async def tail() -> None:
+        async for stream, entry in bus.follow([one, two], since=before, block_ms=50):
+            got.append((stream, entry.id))
+
+    task = asyncio.create_task(tail())
+    try:
+        ids = [
+            await bus.publish(two, example_payloads()[1]),
+            await bus.publish(one, example_payloads()[2]),
+            await bus.publish(one, example_payloads()[3]),
+        ]
+        await eventually(lambda: len(got) == 3, what="three new entries")
+        assert sorted(i for _, i in got) == sorted(ids)
+        assert [s for s, _ in got].count(one) == 2
+        assert await bus.backend.groups(one) == []  # nothing consumed
+    finally:
+        task.cancel()
 
 
 # -- request / reply ------------------------------------------------------------------------

@@ -148,6 +148,13 @@ class Backend(Protocol):
     async def read(
         self, stream: str, after: str, *, count: int, block_ms: int | None
     ) -> list[StreamEntry]: ...
+    async def read_many(
+        self, positions: Mapping[str, str], *, count: int, block_ms: int | None
+    ) -> list[tuple[str, StreamEntry]]:
+        """Entries after each stream's position (``$``: only new ones), up to ``count`` per
+        stream, waiting up to ``block_ms`` for the first; (stream, entry) in stream order."""
+        ...
+
     async def length(self, stream: str) -> int: ...
     async def trim_minid(self, stream: str, minid: str) -> int: ...
     async def dead_letter(

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -232,6 +232,53 @@ class Bus:
         """The latest status ``service`` published, whenever it was published."""
         latest = await self.backend.entries(status_stream(service), count=1, reverse=True)
         return envelope_from_fields(latest[0].fields) if latest else None
+
+    async def follow(
+        self,
+        streams: Sequence[str],
+        *,
+        since: str = "$",
+        block_ms: int = 1000,
+        count: int = 100,
+    ) -> AsyncIterator[tuple[str, StreamEntry]]:
+        """Tail ``streams`` (no consumer group, nothing acknowledged): every entry added after
+        ``since`` (``$``: from now on; ``0``: from the start), as (stream, entry), until the
+        caller stops iterating or the bus closes. An unreachable Redis is waited out."""
+        positions = dict.fromkeys(streams, since)
+        if since == "$":  # pin "now" to ids, so nothing added between two reads is missed
+            for stream in streams:
+                newest = await self.backend.entries(stream, count=1, reverse=True)
+                positions[stream] = newest[0].id if newest else "0"
+        while not self._closed:
+
+            async def read() -> list[tuple[str, StreamEntry]]:
+                return await self.backend.read_many(positions, count=count, block_ms=block_ms)
+
+            try:
+                found = await until_reachable("follow", read, keep_going=lambda: not self._closed)
+            except ConnectionLost:
+                return
+            for stream, entry in found:
+                positions[stream] = entry.id
+                yield stream, entry
+
+    async def follow_statuses(
+        self, services: Sequence[str], *, block_ms: int = 1000
+    ) -> AsyncIterator[tuple[str, Envelope[Any]]]:
+        """The latest status of each of ``services`` that has one, then every new one as it
+        is published: (service, envelope). Unreadable entries are skipped."""
+        by_stream = {status_stream(s): s for s in services}
+        for service in services:
+            latest = await self.status(service)
+            if latest is not None:
+                yield service, latest
+        async for stream, entry in self.follow(list(by_stream), block_ms=block_ms):
+            try:
+                envelope = envelope_from_fields(entry.fields)
+            except InvalidEntryError:
+                log.warning("unreadable status entry", extra={"stream": stream, "entry": entry.id})
+                continue
+            yield by_stream[stream], envelope
 
     # -- request / reply ------------------------------------------------------------------
     @overload

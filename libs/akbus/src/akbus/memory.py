@@ -354,6 +354,37 @@ class MemoryBackend:
             found = newer()
         return found
 
+    async def read_many(
+        self, positions: Mapping[str, str], *, count: int, block_ms: int | None
+    ) -> list[tuple[str, StreamEntry]]:
+        last = {
+            name: self._stream(name).last_id if after == "$" else _key(after)
+            for name, after in positions.items()
+        }
+
+        def newer() -> list[tuple[str, StreamEntry]]:
+            found: list[tuple[str, StreamEntry]] = []
+            for name, seen in last.items():
+                entries = self._stream(name).entries.items()
+                found += [(name, StreamEntry(i, dict(f))) for i, f in entries if _key(i) > seen][
+                    :count
+                ]
+            return found
+
+        found = newer()
+        if found or not block_ms:
+            return found
+        deadline = time.monotonic() + block_ms / 1000
+        while not found:
+            waits = [asyncio.ensure_future(self._stream(name).wait(deadline)) for name in last]
+            done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in pending:
+                waiting.cancel()
+            if not any(w.result() for w in done):
+                return []  # nothing before the deadline
+            found = newer()
+        return found
+
     async def length(self, stream: str) -> int:
         target = self._live(stream)
         return 0 if target is None else len(target.entries)

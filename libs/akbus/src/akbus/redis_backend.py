@@ -327,6 +327,12 @@ class RedisBackend:
         raw = await self._call(self._r.xread, {stream: after}, count=count, block=block_ms)
         return [e for _, batch in raw or () for e in _entries(batch)]
 
+    async def read_many(
+        self, positions: Mapping[str, str], *, count: int, block_ms: int | None
+    ) -> list[tuple[str, StreamEntry]]:
+        raw = await self._call(self._r.xread, dict(positions), count=count, block=block_ms)
+        return [(str(name), e) for name, batch in raw or () for e in _entries(batch)]
+
     async def length(self, stream: str) -> int:
         count: int = await self._call(self._r.xlen, stream)
         return count
