@@ -616,7 +616,8 @@ async def test_follow_tails_several_streams_without_a_group(bus: Bus) -> None:
     got: list[tuple[str, str]] = []
 
     async def tail() -> None:
-        async for stream, entry in bus.follow([one, two], since=before, block_ms=50):
+        positions = {one: before, two: "0"}  # ids are per stream
+        async for stream, entry in bus.follow([one, two], since=positions, block_ms=50):
             got.append((stream, entry.id))
 
     task = asyncio.create_task(tail())

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -237,16 +237,17 @@ class Bus:
         self,
         streams: Sequence[str],
         *,
-        since: str = "$",
+        since: str | Mapping[str, str] = "$",
         block_ms: int = 1000,
         count: int = 100,
     ) -> AsyncIterator[tuple[str, StreamEntry]]:
         """Tail ``streams`` (no consumer group, nothing acknowledged): every entry added after
-        ``since`` (``$``: from now on; ``0``: from the start), as (stream, entry), until the
-        caller stops iterating or the bus closes. An unreachable Redis is waited out."""
-        positions = dict.fromkeys(streams, since)
-        if since == "$":  # pin "now" to ids, so nothing added between two reads is missed
-            for stream in streams:
+        ``since`` (``$``: from now on; ``0``: from the start; or an entry id per stream), as
+        (stream, entry), until the caller stops or the bus closes. An unreachable Redis is
+        waited out."""
+        positions = dict(since) if isinstance(since, Mapping) else dict.fromkeys(streams, since)
+        for stream in streams:
+            if positions.get(stream, "$") == "$":  # pin "now" to an id: no gap between reads
                 newest = await self.backend.entries(stream, count=1, reverse=True)
                 positions[stream] = newest[0].id if newest else "0"
         while not self._closed:
@@ -268,11 +269,20 @@ class Bus:
         """The latest status of each of ``services`` that has one, then every new one as it
         is published: (service, envelope). Unreadable entries are skipped."""
         by_stream = {status_stream(s): s for s in services}
-        for service in services:
-            latest = await self.status(service)
-            if latest is not None:
-                yield service, latest
-        async for stream, entry in self.follow(list(by_stream), block_ms=block_ms):
+        positions: dict[str, str] = {}
+        latest: list[tuple[str, StreamEntry]] = []
+        for stream in by_stream:
+            newest = await self.backend.entries(stream, count=1, reverse=True)
+            positions[stream] = newest[0].id if newest else "0"
+            latest += [(stream, newest[0])] if newest else []
+
+        async def entries() -> AsyncIterator[tuple[str, StreamEntry]]:
+            for found in latest:
+                yield found
+            async for found in self.follow(list(by_stream), since=positions, block_ms=block_ms):
+                yield found
+
+        async for stream, entry in entries():
             try:
                 envelope = envelope_from_fields(entry.fields)
             except InvalidEntryError:
