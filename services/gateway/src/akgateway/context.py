@@ -10,6 +10,7 @@ from fastapi import Request
 from akbus import Bus
 from akgateway.adapters.chain import CertificateLookup
 from akgateway.settings import GatewaySettings
+from akgateway.statusboard import StatusBoard
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,7 @@ class Gateway:
     provider: str  # the provider's address
     certificates: CertificateLookup
     version: str  # of this package
+    board: StatusBoard  # every service's latest status
 
 
 def gateway_of(request: Request) -> Gateway:

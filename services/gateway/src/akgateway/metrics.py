@@ -3,7 +3,9 @@
 
 HTTP requests are counted and timed by prometheus-fastapi-instrumentator
 (``provider_gateway_http_requests_total{handler,method,status}``,
-``provider_gateway_http_request_duration_seconds``…, by route template); the rest are ours.
+``provider_gateway_http_request_duration_seconds``…, by route template), except ``GET
+/status``, answered from memory ahead of the framework and counted by
+``provider_gateway_status_served_total``; the rest are ours.
 """
 
 from __future__ import annotations
@@ -25,3 +27,4 @@ BUS_REQUESTS = Counter(
     "Requests to other services over the bus, by command and outcome",
     ["command", "result"],
 )
+STATUS_SERVED = Counter("provider_gateway_status_served", "GET /status answered from memory")

@@ -9,8 +9,6 @@ and ``…/manifest`` to the cluster service. Errors are ``{"message": …}``
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
 import platform
 from typing import Annotated, Any, TypeVar
 
@@ -23,7 +21,7 @@ from akgateway import metrics
 from akgateway.auth import Tenant
 from akgateway.context import Gateway, gateway_of
 from akgateway.domain.answers import parse_manifest, query_error, rejection_error
-from akgateway.domain.status import STATUS_SOURCES, kube_version, legacy_status
+from akgateway.domain.status import kube_version
 from akgateway.errors import Internal, NotFound, PayloadTooLarge, Unavailable
 from aktypes.events import (
     GetLeaseManifest,
@@ -62,21 +60,9 @@ TENANT_ERRORS = _errors(400, 401, 404, 503)
 # -- public ---------------------------------------------------------------------------------
 
 
-ALL_STATUSES = tuple(STATUS_SOURCES)
-
-
-async def _statuses(gateway: Gateway, services: tuple[str, ...] = ALL_STATUSES) -> dict[str, Any]:
-    """The latest retained status of each of ``services`` (None: never published)."""
-    try:
-        found = await asyncio.gather(*(gateway.bus.status(s) for s in services))
-    except ConnectionLost as exc:
-        raise Unavailable(f"the bus (Redis) is unreachable: {exc}") from None
-    return dict(zip(services, found, strict=True))
-
-
 @router.get("/version", summary="build information of the provider and its Kubernetes")
 async def version(gateway: Ctx) -> dict[str, Any]:
-    kube = kube_version(await _statuses(gateway, ("cluster",)))
+    kube = kube_version(gateway.board.snapshot())
     return {
         "akash": {
             "version": gateway.version,
@@ -94,15 +80,18 @@ async def address(gateway: Ctx) -> dict[str, str]:
     return {"address": gateway.provider}
 
 
-@router.get("/status", summary="Akash's legacy status: cluster, bid engine, manifests")
-async def status(gateway: Ctx) -> dict[str, Any]:
-    return legacy_status(
-        await _statuses(gateway),
-        address=gateway.provider,
-        public_hostname=gateway.settings.cluster_public_hostname,
-        now=dt.datetime.now(dt.UTC),
-        max_age=gateway.settings.gateway_status_max_age,
-    )
+@router.get(
+    "/status",
+    summary="Akash's legacy status: cluster, bid engine, manifests",
+    response_class=Response,
+    responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}},
+)
+async def status(gateway: Ctx) -> Response:
+    """Served from memory by :func:`akgateway.statusboard.status_fast_path` once the status
+    board has read the statuses; here before that."""
+    if not gateway.board.ready.is_set():
+        raise Unavailable("the statuses are being read from the bus")
+    return Response(gateway.board.body(), media_type="application/json")
 
 
 # -- tenant ---------------------------------------------------------------------------------

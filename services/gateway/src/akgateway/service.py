@@ -17,9 +17,11 @@ from akgateway.adapters.chain import CertificateLookup, ChainCertificates
 from akgateway.app import create_app
 from akgateway.context import Gateway
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
+from akgateway.domain.status import STATUS_SOURCES, renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.server import HTTPServer, bind
 from akgateway.settings import GatewaySettings
+from akgateway.statusboard import StatusBoard, status_fast_path
 from akgateway.tls import TrustedCertificates, server_context
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import version_of
@@ -62,8 +64,19 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
             own.serial,
             PUBLISH,
         )
+    board = StatusBoard(
+        rt.bus,
+        tuple(STATUS_SOURCES),
+        renderer(
+            address=address,
+            public_hostname=settings.cluster_public_hostname,
+            max_age=settings.gateway_status_max_age,
+        ),
+    )
+    rt.supervise(board.run(), "statuses")
     gateway = Gateway(
         bus=rt.bus,
+        board=board,
         settings=settings,
         provider=address,
         certificates=CertificateLookup(lcd, settings.gateway_cert_cache_ttl),
@@ -71,7 +84,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     )
     server = await rt.resource(
         HTTPServer(
-            create_app(gateway),
+            status_fast_path(create_app(gateway), board),
             context,
             sock,
             graceful_s=max(rt.config.bus.drain_timeout_s - 1.5, 0.5),

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from akbus import Bus
+from akgateway import metrics
 from aktypes.events import Envelope
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ def status_fast_path(app: ASGIApp, board: StatusBoard, path: str = "/status") ->
             and board.ready.is_set()
         ):
             body = board.body()
+            metrics.STATUS_SERVED.inc()
             headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})

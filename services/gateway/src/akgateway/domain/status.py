@@ -18,7 +18,7 @@ gateway answers 500 when one of its in-process services does not answer).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aktypes.events import (
@@ -124,6 +124,19 @@ def legacy_status(
     if errors:
         body["errors"] = errors
     return body
+
+
+def renderer(
+    *, address: str, public_hostname: str, max_age: float
+) -> Callable[[Mapping[str, Envelope[Any] | None], dt.datetime], dict[str, Any]]:
+    """:func:`legacy_status` for one provider, as a function of the statuses and the time."""
+
+    def render(statuses: Mapping[str, Envelope[Any] | None], now: dt.datetime) -> dict[str, Any]:
+        return legacy_status(
+            statuses, address=address, public_hostname=public_hostname, now=now, max_age=max_age
+        )
+
+    return render
 
 
 def kube_version(statuses: Mapping[str, Envelope[Any] | None]) -> dict[str, str] | None:
