@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import kubernetes
+
 from akbus import Bus
 from akchain import msgs
 from akcli.testing import (
@@ -20,7 +22,6 @@ from akcli.testing import (
     Provider,
     certified,
     flow,
-    lease_namespaces,
     leased,
     sdl,
     sdl_text,
@@ -75,6 +76,20 @@ deployment:
       profile: web
       count: 2""",
 )
+
+
+def kube(provider: Provider) -> Any:
+    """The official client's ``CoreV1Api`` on the provider's kubesim."""
+    client = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(provider.kubesim.kubeconfig)
+    )
+    return kubernetes.client.CoreV1Api(client)
+
+
+def lease_namespaces(provider: Provider) -> set[str]:
+    """The lease namespaces that exist on kubesim."""
+    listed = kube(provider).list_namespace(label_selector="akash.network=true")
+    return {ns.metadata.name for ns in listed.items}
 
 
 async def test_twenty_shapes_go_from_sdl_to_running_to_gone(

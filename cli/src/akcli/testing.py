@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kubernetes
 import yaml
 
 from akbidengine.testing import BidEngineProcess
@@ -262,20 +261,6 @@ def sdl(**asked: Any) -> SDL:
 
 
 # -- a tenant's path through the suite --------------------------------------------------
-
-
-def kube(provider: Provider) -> Any:
-    """The official client's ``CoreV1Api`` on the provider's kubesim."""
-    client = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
-        str(provider.kubesim.kubeconfig)
-    )
-    return kubernetes.client.CoreV1Api(client)
-
-
-def lease_namespaces(provider: Provider) -> set[str]:
-    """The lease namespaces that exist on kubesim."""
-    listed = kube(provider).list_namespace(label_selector="akash.network=true")
-    return {ns.metadata.name for ns in listed.items}
 
 
 async def certified(tenant: Tenant, provider: Provider) -> ClientCertificate:
