@@ -57,16 +57,20 @@ class Account(_Model):
     address: str
     account_number: int
     sequence: int
+    public_key: bytes = b""  # compressed secp256k1; empty until the account has signed a tx
 
     @classmethod
     def from_json(cls, data: Json) -> Self:
         account = data.get("account", data)
         if "base_account" in account:  # vesting and module accounts wrap a BaseAccount
             account = account["base_account"]
+        key = account.get("pub_key") or {}
+        secp256k1 = str(key.get("@type", "")).endswith("secp256k1.PubKey")
         return cls(
             address=account["address"],
             account_number=int(account.get("account_number") or 0),
             sequence=int(account.get("sequence") or 0),
+            public_key=base64.b64decode(key.get("key") or "") if secp256k1 else b"",
         )
 
 
