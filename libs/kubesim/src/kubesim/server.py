@@ -4,9 +4,10 @@ Paths are the real ones — `/api/v1/namespaces/{ns}/pods/{name}/status`,
 `/apis/{group}/{version}/{plural}` … — with discovery, list (selectors, `limit`/`continue`),
 watch (newline-delimited JSON, replay from a resourceVersion, bookmarks, `timeoutSeconds`,
 410 Gone as an ERROR event), get, create, update, the three patch types, delete and
-deletecollection, the `status` and `scale` subresources, pod logs, and a clean refusal of
-exec/attach/port-forward. Bodies and query parameters are read by `kubesim.inputs`, the
-action subresources (scale, binding, eviction, finalize) live in `kubesim.subresources`.
+deletecollection, the `status` and `scale` subresources, pod logs, pod exec (a websocket to
+a local process, in `kubesim.execs`), and a clean refusal of attach/port-forward. Bodies and
+query parameters are read by `kubesim.inputs`, the action subresources (scale, binding,
+eviction, finalize) live in `kubesim.subresources`.
 Errors are `Status` bodies — every one, aiohttp's own included, and anything unforeseen is
 a logged 500, never a dropped connection. `/_kubesim/*` holds kubesim's own controls (fault
 switches, compaction) for tests driving a server process.
@@ -29,6 +30,7 @@ from aiohttp import web
 from kubesim import errors, inputs, subresources, tables
 from kubesim.catalog import ResourceType
 from kubesim.decoding import FieldValidation
+from kubesim.execs import ExecRunner
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
 from kubesim.selectors import field_matcher, label_matcher
@@ -118,16 +120,19 @@ class ApiServer:
         git_version: str,
         bookmark_interval: float = 5.0,
         watch_timeout: float = 1800.0,
+        execs: ExecRunner | None = None,
     ) -> None:
         self.store = store
         self.faults = faults
         self.logs = logs
+        self.execs = execs or ExecRunner()
         self.git_version = git_version
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
         self.app = web.Application(
             middlewares=[self._errors, self._fault_switches], client_max_size=inputs.MAX_BODY
         )
+        self.app.on_shutdown.append(self._stop_execs)
         r = self.app.router
         for probe in ("/healthz", "/livez", "/readyz"):
             r.add_get(probe, self.probe)
@@ -333,7 +338,12 @@ class ApiServer:
             raise errors.method_not_allowed(f"{method} is not supported on a collection")
         if sub == "log":
             return await self.logs.respond(request, self.store.get(rtype, ns, name))
-        if sub in ("exec", "attach", "portforward"):
+        if sub == "exec":
+            pod = self.store.get(rtype, ns, name)
+            # the container is picked, and refused, as for logs
+            container, status = self.logs._container(pod, q.get("container"))
+            return await self.execs.respond(request, pod, container, status)
+        if sub in ("attach", "portforward"):
             self.store.get(rtype, ns, name)
             raise errors.bad_request(
                 f"kubesim runs no containers: {sub} into pod {name} is not supported"
@@ -395,6 +405,10 @@ class ApiServer:
                 return _json(self._present(rtype, obj))
             return _json(_deleted(rtype, obj))
         raise errors.method_not_allowed(f"{method} is not supported")
+
+    async def _stop_execs(self, _app: web.Application) -> None:
+        """On shutdown, before connections are cut: end the running execs."""
+        await self.execs.close()
 
     def _present(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         if rtype.custom:
