@@ -610,6 +610,27 @@ async def test_following_statuses_gives_the_latest_then_each_new_one(bus: Bus) -
         task.cancel()
 
 
+async def test_recent_then_follow_merges_history_in_order_then_tails(bus: Bus) -> None:
+    one, two = "test.recent.one", "test.recent.two"
+    for orders in range(5):
+        await bus.publish(one if orders % 2 else two, BidEngineStatus(orders=orders))
+    seen: list[tuple[str, object]] = []
+
+    async def tail() -> None:
+        async for stream, envelope in bus.recent_then_follow([one, two], last=2, block_ms=50):
+            seen.append((stream, envelope.payload.orders))
+
+    task = asyncio.create_task(tail())
+    try:
+        await eventually(lambda: len(seen) == 4, what="the last two of each stream")
+        assert seen == [(one, 1), (two, 2), (one, 3), (two, 4)]  # in the order they were added
+        await bus.publish(one, BidEngineStatus(orders=5))
+        await eventually(lambda: len(seen) == 5, what="the new entry")
+        assert seen[-1] == (one, 5)
+    finally:
+        task.cancel()
+
+
 async def test_follow_tails_several_streams_without_a_group(bus: Bus) -> None:
     one, two = "test.follow.one", "test.follow.two"
     before = await bus.publish(one, example_payloads()[0])  # not followed: it is the start

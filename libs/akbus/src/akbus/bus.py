@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar, overload
 
 from akbus import metrics
@@ -262,6 +263,38 @@ class Bus:
             for stream, entry in found:
                 positions[stream] = entry.id
                 yield stream, entry
+
+    async def recent_then_follow(
+        self, streams: Sequence[str], *, last: int = 500, block_ms: int = 1000
+    ) -> AsyncIterator[tuple[str, Envelope[Any]]]:
+        """The last ``last`` entries of each of ``streams``, merged in the order they were
+        published, then every new one (no gap between the two): (stream, envelope).
+        Unreadable entries are skipped."""
+        positions: dict[str, str] = {}
+        recent: list[tuple[int, datetime, str, Envelope[Any]]] = []
+        for stream in streams:
+            newest = await self.backend.entries(stream, count=last, reverse=True)
+            positions[stream] = newest[0].id if newest else "0"
+            for entry in newest:
+                envelope = self._readable(stream, entry)
+                if envelope is not None:
+                    ms = int(entry.id.partition("-")[0])
+                    recent.append((ms, envelope.time, stream, envelope))
+        recent.sort(key=lambda found: found[:2])  # ids are per stream: the time breaks ties
+        for _, _, stream, envelope in recent:
+            yield stream, envelope
+        async for stream, entry in self.follow(list(streams), since=positions, block_ms=block_ms):
+            envelope = self._readable(stream, entry)
+            if envelope is not None:
+                yield stream, envelope
+
+    @staticmethod
+    def _readable(stream: str, entry: StreamEntry) -> Envelope[Any] | None:
+        try:
+            return envelope_from_fields(entry.fields)
+        except InvalidEntryError:
+            log.warning("unreadable entry", extra={"stream": stream, "entry": entry.id})
+            return None
 
     async def follow_statuses(
         self, services: Sequence[str], *, block_ms: int = 1000
