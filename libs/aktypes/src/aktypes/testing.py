@@ -266,6 +266,8 @@ def example_payloads() -> list[ev.Payload]:
         ev.GetLeaseStatus(lease_id=lease, service="web"),
         ev.GetLeaseManifest(lease_id=lease),
         ev.CheckHostnames(lease_id=lease, hostnames=["www.example.com"]),
+        ev.MigrateHostnames(owner=lease.owner, hostnames=["www.example.com"], dseq=101, gseq=1),
+        ev.MigrateEndpoints(owner=lease.owner, endpoints=["myip"], dseq=101, gseq=1),
         ev.LeaseStatusReport(
             lease_id=lease,
             services={
@@ -292,6 +294,8 @@ def example_payloads() -> list[ev.Payload]:
         ),
         ev.LeaseManifestReport(lease_id=lease, version=hash, group=manifest_group),
         ev.HostnamesChecked(refused={"www.example.com": "used by another owner"}),
+        ev.Migrated(destination=lease, transferred=["www.example.com"]),
+        ev.MigrationRefused(code="forbidden", message="www.example.com is another tenant's"),
         ev.LeaseQueryFailed(lease_id=lease, code="not_found", message="no such lease"),
         ev.DeploymentApplied(lease_id=lease, manifest_version=hash, services=["web"]),
         ev.DeploymentHealth(lease_id=lease, state="pending", message="web: 0/1 available"),

@@ -11,15 +11,18 @@ The steps run in this process's worker, a few leases at a time, and each ends wi
 guarded write (the record, the next due time and the events it publishes, committed only
 if the record is still the one the step read — else merged with what changed meanwhile):
 
-- deploy: claim the hostnames, apply every object (the Manifest resource first, then the
-  namespace and the workload: idempotent, so a repeated deploy writes nothing), remove
-  services no longer in the group; then ``DeploymentApplied`` and, once,
-  ``LeaseFundsMonitor(add)``;
+- deploy: claim the hostnames and leased-IP endpoints (:mod:`akcluster.registry`), apply
+  every object (the Manifest resource first, then the namespace and the workload:
+  idempotent, so a repeated deploy writes nothing), remove what the group no longer has;
+  then ``DeploymentApplied`` and, once, ``LeaseFundsMonitor(add)``;
 - health check (the monitor): every service available → healthy; otherwise one more
   failure, and after ``AP_MONITOR_MAX_RETRIES`` in a row a ``CloseBid`` (reason unstable).
   A check that cannot reach Kubernetes judges nothing: an API outage never closes a lease;
-- teardown: remove the namespace and the lease's resources, release its hostnames and its
+- teardown: remove the namespace and the lease's resources, release its names and its
   reservation, then ``LeaseTornDown`` and ``LeaseFundsMonitor(remove)``. Retried until done.
+
+A migration (Akash's ``/hostname/migrate``, ``/endpoint/migrate``) gives names an owner's
+lease holds to another lease of that owner, then re-applies both.
 
 At start the records are reconciled with Kubernetes: a Manifest resource without a record
 (a provider moved from Akash's, or Redis lost) gets one, a record is re-applied, and a lease
@@ -41,14 +44,16 @@ from akbus import Bus, BusTx, Message
 from akcluster import metrics
 from akcluster.domain.leases import (
     CLOSED_TTL_S,
+    ENDPOINTS_KEY,
+    ENDPOINTS_VERSION_KEY,
     HOSTNAMES_KEY,
     HOSTNAMES_VERSION_KEY,
     LEASES_KEY,
     WORK_KEY,
     LeaseRecord,
-    claim_hostnames,
     hostname_refusals,
     lease_key,
+    manifest_endpoints,
     manifest_hostnames,
     service_names,
 )
@@ -58,10 +63,12 @@ from akcluster.domain.objects import (
     lease_objects,
     manifest_object,
     provider_host_objects,
+    provider_leased_ip_objects,
     scheduler_params,
 )
 from akcluster.domain.placement import CommitLevels
 from akcluster.handlers import Reservations
+from akcluster.registry import Refused, Registry, endpoint_key
 from aktypes.events import (
     BroadcastTx,
     CheckHostnames,
@@ -80,6 +87,10 @@ from aktypes.events import (
     LeaseStatusReport,
     LeaseTornDown,
     ManifestReceived,
+    Migrated,
+    MigrateEndpoints,
+    MigrateHostnames,
+    MigrationRefused,
     ResourceOffer,
 )
 from aktypes.events.streams import CHAIN_TX, CLUSTER_EVENTS
@@ -171,6 +182,8 @@ class Deployments:
         self.levels = levels
         self.monitor = monitor
         self.blocked = list(blocked_hostnames)
+        self.hostnames = Registry(bus, HOSTNAMES_KEY, HOSTNAMES_VERSION_KEY)
+        self.endpoints = Registry(bus, ENDPOINTS_KEY, ENDPOINTS_VERSION_KEY)
         self.concurrency = concurrency
         self.activate_reservations = activate_reservations
         self.clock = clock
@@ -329,11 +342,85 @@ class Deployments:
         )
 
     async def check_hostnames(self, msg: Message[CheckHostnames]) -> None:
-        holders = await self.bus.backend.hgetall(HOSTNAMES_KEY)
         refused = hostname_refusals(
-            msg.payload.lease_id, msg.payload.hostnames, holders, self.blocked
+            msg.payload.lease_id,
+            msg.payload.hostnames,
+            await self.hostnames.holders(),
+            self.blocked,
         )
         await msg.reply(HostnamesChecked(refused=refused))
+
+    # -- migrations (the gateway's) -------------------------------------------------------
+    async def migrate_hostnames(self, msg: Message[MigrateHostnames]) -> None:
+        p = msg.payload
+        names = list(dict.fromkeys(h.lower() for h in p.hostnames))
+        await msg.reply(
+            await self._migrate(
+                self.hostnames, (p.owner, p.dseq, p.gseq), names, names, manifest_hostnames
+            )
+        )
+
+    async def migrate_endpoints(self, msg: Message[MigrateEndpoints]) -> None:
+        p = msg.payload
+        names = list(dict.fromkeys(p.endpoints))
+        keys = [endpoint_key(p.owner, n) for n in names]
+        await msg.reply(
+            await self._migrate(
+                self.endpoints, (p.owner, p.dseq, p.gseq), names, keys, manifest_endpoints
+            )
+        )
+
+    async def _migrate(
+        self,
+        registry: Registry,
+        destination: tuple[str, int, int],
+        names: list[str],
+        keys: list[str],
+        declared: Callable[[Group], list[str]],
+    ) -> Migrated | MigrationRefused:
+        owner, dseq, gseq = destination
+        target = await self._group_lease(owner, dseq, gseq)
+        if target is None:
+            message = f"no active lease of deployment {dseq}, group {gseq} here"
+            return MigrationRefused(code="not_found", message=message)
+        missing = [n for n in names if n not in declared(target.group)]
+        if missing:
+            message = f"lease {target.lease_id} does not declare {', '.join(missing)}"
+            return MigrationRefused(code="invalid", message=message)
+        try:
+            sources = await registry.move(keys, owner, target.lease_id)
+        except Refused as exc:
+            return MigrationRefused(code=exc.code, message=str(exc))  # type: ignore[arg-type]
+        now = self.clock()
+
+        def redeploy(
+            before: LeaseRecord | None, _tx: BusTx
+        ) -> tuple[LeaseRecord | None, float | None]:
+            if before is None or before.state in ("closing", "closed"):
+                return None, None
+            return before.model_copy(update={"state": "deploying"}), now
+
+        for lease_id in (*sources, target.lease_id):
+            await self._update(lease_id, redeploy)
+        self.wake.set()
+        log.info(
+            "moved %s from %s to %s",
+            ", ".join(names),
+            ", ".join(str(s) for s in sources) or "it",
+            target.lease_id,
+        )
+        return Migrated(destination=target.lease_id, transferred=names)
+
+    async def _group_lease(self, owner: str, dseq: int, gseq: int) -> LeaseRecord | None:
+        """The owner's lease of that group here, if it is deployed or being deployed."""
+        for member in sorted(await self.bus.backend.smembers(LEASES_KEY)):
+            lease_id = LeaseID.parse(member)
+            if (lease_id.owner, lease_id.dseq, lease_id.gseq) != (owner, dseq, gseq):
+                continue
+            record = await self.record(lease_id)
+            if record is not None and record.state in ("deploying", "deployed"):
+                return record
+        return None
 
     # -- the worker -----------------------------------------------------------------------
     async def run(self, stopping: asyncio.Event, poll_s: float = 1.0) -> None:
@@ -399,53 +486,42 @@ class Deployments:
         allocated: list[ResourceOffer] = list(reservation.allocated) if reservation else []
         return scheduler_params(record.group, allocated)
 
-    async def _claim_hostnames(self, record: LeaseRecord) -> tuple[list[str], list[str]]:
-        """Claim the group's hostnames for this lease: (claimed, withheld). Raises
-        :class:`Rejected` when one is blocked or another tenant's."""
+    async def _claim_names(
+        self, record: LeaseRecord
+    ) -> tuple[list[str], list[str], list[str], list[str]]:
+        """Claim the group's hostnames and endpoints: (hosts, withheld hosts, endpoints,
+        withheld endpoints). Raises :class:`Rejected` when a hostname is blocked or another
+        tenant's."""
+        lease_id = record.lease_id
         wanted = manifest_hostnames(record.group)
-        lease = str(record.lease_id)
-        while True:
-            version = await self.bus.backend.get(HOSTNAMES_VERSION_KEY)
-            holders = await self.bus.backend.hgetall(HOSTNAMES_KEY)
-            refused = hostname_refusals(record.lease_id, wanted, holders, self.blocked)
-            if refused:
-                raise Rejected("; ".join(refused.values()))
-            claimed, withheld = claim_hostnames(record.lease_id, wanted, holders)
-            stale = [h for h, holder in holders.items() if holder == lease and h not in claimed]
-            fresh = [h for h in claimed if holders.get(h) != lease]
-            if not fresh and not stale:
-                return claimed, withheld
+        try:
+            hosts, withheld = await self.hostnames.claim(
+                lease_id,
+                wanted,
+                lambda holders: hostname_refusals(lease_id, wanted, holders, self.blocked),
+            )
+        except Refused as exc:
+            raise Rejected(str(exc)) from None
+        prefix = endpoint_key(lease_id.owner, "")
+        keys = [endpoint_key(lease_id.owner, n) for n in manifest_endpoints(record.group)]
+        held, kept = await self.endpoints.claim(lease_id, keys)
+        return (
+            hosts,
+            withheld,
+            [k.removeprefix(prefix) for k in held],
+            [k.removeprefix(prefix) for k in kept],
+        )
 
-            async def write(
-                tx: BusTx, fresh: list[str] = fresh, stale: list[str] = stale, v: Any = version
-            ) -> None:
-                if fresh:
-                    tx.state.hset(HOSTNAMES_KEY, dict.fromkeys(fresh, lease))
-                if stale:
-                    tx.state.hdel(HOSTNAMES_KEY, *stale)
-                tx.state.set(HOSTNAMES_VERSION_KEY, str(int(v or 0) + 1))
-
-            if await self.bus.apply_if(HOSTNAMES_VERSION_KEY, version, write):
-                return claimed, withheld
-
-    async def _release_hostnames(self, lease_id: LeaseID) -> None:
-        lease = str(lease_id)
-        while True:
-            version = await self.bus.backend.get(HOSTNAMES_VERSION_KEY)
-            holders = await self.bus.backend.hgetall(HOSTNAMES_KEY)
-            mine = [h for h, holder in holders.items() if holder == lease]
-            if not mine:
-                return
-
-            async def write(tx: BusTx, mine: list[str] = mine, v: Any = version) -> None:
-                tx.state.hdel(HOSTNAMES_KEY, *mine)
-                tx.state.set(HOSTNAMES_VERSION_KEY, str(int(v or 0) + 1))
-
-            if await self.bus.apply_if(HOSTNAMES_VERSION_KEY, version, write):
-                return
+    async def _release_names(self, lease_id: LeaseID) -> None:
+        await self.hostnames.release(lease_id)
+        await self.endpoints.release(lease_id)
 
     def objects(
-        self, record: LeaseRecord, params: Mapping[str, Any], withheld: Collection[str]
+        self,
+        record: LeaseRecord,
+        params: Mapping[str, Any],
+        withheld: Collection[str],
+        withheld_endpoints: Collection[str] = (),
     ) -> list[dict[str, Any]]:
         """Everything to apply for ``record``, the Manifest resource first."""
         lease_id, group, version = record.lease_id, record.group, record.version
@@ -461,17 +537,21 @@ class Deployments:
                 withheld=withheld,
             ),
             *provider_host_objects(lease_id, group, settings=self.build, withheld=withheld),
+            *provider_leased_ip_objects(
+                lease_id, group, settings=self.build, withheld=withheld_endpoints
+            ),
         ]
 
     async def deploy(self, record: LeaseRecord) -> None:
         version, started = record.version, time.monotonic()
         refused: tuple[type[BaseException], ...] = (Rejected, ValueError, *self.errors.rejected)
         try:
-            claimed, withheld = await self._claim_hostnames(record)
-            objects = self.objects(record, await self._params(record), withheld)
+            claimed, withheld, endpoints, kept = await self._claim_names(record)
+            objects = self.objects(record, await self._params(record), withheld, kept)
             writes = await self.backend.apply(objects)
             pruned = 0
-            if _may_have_stale_objects(record, claimed, withheld):
+            names = (claimed, withheld, endpoints, kept)
+            if _may_have_stale_objects(record, *names):
                 keep = {(o["kind"], o["metadata"]["name"]) for o in objects}
                 pruned = await self.backend.prune(record.lease_id, keep)
         except self.errors.unavailable as exc:
@@ -508,6 +588,8 @@ class Deployments:
                     "retries": 0,
                     "hosts": claimed,
                     "withheld": withheld,
+                    "endpoints": endpoints,
+                    "withheld_endpoints": kept,
                     "message": "",
                 }
             )
@@ -680,7 +762,7 @@ class Deployments:
 
             await self._update(lease_id, later)
             return
-        await self._release_hostnames(lease_id)
+        await self._release_names(lease_id)
         await self.reservations.release(str(lease_id.order_id))
         metrics.DEPLOYMENT.labels("teardown", "success").inc()
 
@@ -690,7 +772,8 @@ class Deployments:
             tx.publish(CLUSTER_EVENTS, LeaseTornDown(lease_id=lease_id))
             if before.monitored:
                 tx.publish(CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease_id, action="remove"))
-            return before.model_copy(update={"state": "closed", "hosts": [], "message": ""}), None
+            gone = {"state": "closed", "hosts": [], "endpoints": [], "message": ""}
+            return before.model_copy(update=gone), None
 
         await self._update(lease_id, done)
 
@@ -763,16 +846,27 @@ class Deployments:
         await self._update(lease_id, close)
 
 
-def _may_have_stale_objects(record: LeaseRecord, claimed: list[str], withheld: list[str]) -> bool:
-    """Could the lease's namespace hold objects this deploy does not (a service or hostname
-    gone)? Not for a first deploy nor for a re-apply of what was applied: removing then
+def _may_have_stale_objects(
+    record: LeaseRecord,
+    claimed: list[str],
+    withheld: list[str],
+    endpoints: list[str],
+    withheld_endpoints: list[str],
+) -> bool:
+    """Could the lease's namespace hold objects this deploy does not (a service, hostname or
+    endpoint gone)? Not for a first deploy nor for a re-apply of what was applied: removing then
     costs a LIST per kind for nothing, which adds up when a restart re-applies every lease."""
     if record.recovered and not record.applied:
         return True  # adopted from Kubernetes: whatever was there before us
     if not record.applied:
         return False
-    changed_hosts = sorted(claimed) != sorted(record.hosts) or withheld != record.withheld
-    return record.applied != record.version or changed_hosts
+    changed_names = (
+        sorted(claimed) != sorted(record.hosts)
+        or withheld != record.withheld
+        or sorted(endpoints) != sorted(record.endpoints)
+        or withheld_endpoints != record.withheld_endpoints
+    )
+    return record.applied != record.version or changed_names
 
 
 def _not_found(lease_id: LeaseID, message: str) -> LeaseQueryFailed:

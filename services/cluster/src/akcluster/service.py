@@ -21,7 +21,7 @@ from akbus import ConnectionLost
 from akcluster import metrics
 from akcluster.adapters.null import load_inventory
 from akcluster.deployments import Backend, Deployments, Errors, MonitorPolicy
-from akcluster.domain.inventory import Inventory
+from akcluster.domain.inventory import GPUModel, Inventory
 from akcluster.domain.ledger import Reservation
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
@@ -38,6 +38,8 @@ from aktypes.events import (
     LeaseClosed,
     LookupReservation,
     ManifestReceived,
+    MigrateEndpoints,
+    MigrateHostnames,
     NodeTotals,
     ReserveResources,
     ResourceTotals,
@@ -79,6 +81,13 @@ def _export(prefix: str, totals: ResourceTotals, gauge: Any) -> None:
     gauge.labels(f"{prefix}storage-ephemeral").set(totals.storage_ephemeral)
     for cls, size in totals.storage.items():
         gauge.labels(f"{prefix}storage-{cls}").set(size)
+
+
+def _gpu_name(model: GPUModel | None) -> str:
+    if model is None:
+        return ""
+    parts = [model.vendor, model.model, model.memory, model.interface]
+    return "/".join(p for p in parts if p)
 
 
 def _totals(capacity: Any, storage: dict[str, int] | None = None) -> ResourceTotals:
@@ -146,6 +155,8 @@ async def publish_status(
                             name=node.name,
                             allocatable=_totals(node.allocatable),
                             available=_totals(free.node_free.get(node.name, node.available)),
+                            gpu=_gpu_name(node.gpu_model),
+                            storage_classes=sorted(node.storage_classes),
                         )
                         for node in inventory.nodes
                     ],
@@ -249,6 +260,8 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     commands.add(GetLeaseStatus, deployments.lease_status)
     commands.add(GetLeaseManifest, deployments.lease_manifest)
     commands.add(CheckHostnames, deployments.check_hostnames)
+    commands.add(MigrateHostnames, deployments.migrate_hostnames)
+    commands.add(MigrateEndpoints, deployments.migrate_endpoints)
     manifests = rt.subscriber(MANIFEST_EVENTS)
     manifests.add(ManifestReceived, deployments.on_manifest_received)
     chain = rt.subscriber(CHAIN_EVENTS)

@@ -48,6 +48,10 @@ from aktypes.events.cluster import (
     LeaseStatusReport,
     LeaseTornDown,
     LookupReservation,
+    Migrated,
+    MigrateEndpoints,
+    MigrateHostnames,
+    MigrationRefused,
     ReservationFailed,
     ReservationFound,
     ReserveResources,
@@ -123,6 +127,8 @@ CLUSTER_COMMAND_TYPES = (
     GetLeaseStatus,
     GetLeaseManifest,
     CheckHostnames,
+    MigrateHostnames,
+    MigrateEndpoints,
 )
 CLUSTER_REPLY_TYPES = (
     ResourcesReserved,
@@ -133,6 +139,8 @@ CLUSTER_REPLY_TYPES = (
     LeaseStatusReport,
     LeaseManifestReport,
     HostnamesChecked,
+    Migrated,
+    MigrationRefused,
     LeaseQueryFailed,
 )
 STATUS_TYPES = (ChainStatus, BidEngineStatus, ClusterStatus, ManifestStatus, BalanceStatus)
@@ -187,9 +195,13 @@ Event = Annotated[
     | GetLeaseStatus
     | GetLeaseManifest
     | CheckHostnames
+    | MigrateHostnames
+    | MigrateEndpoints
     | LeaseStatusReport
     | LeaseManifestReport
     | HostnamesChecked
+    | Migrated
+    | MigrationRefused
     | LeaseQueryFailed
     | DeploymentApplied
     | DeploymentHealth
@@ -283,6 +295,10 @@ __all__ = [
     "ManifestRejected",
     "ManifestStatus",
     "ManifestTimedOut",
+    "MigrateEndpoints",
+    "MigrateHostnames",
+    "Migrated",
+    "MigrationRefused",
     "NodeTotals",
     "OrderClosed",
     "OrderCreated",

@@ -69,6 +69,29 @@ class CheckHostnames(Payload):
     hostnames: list[str] = Field(default_factory=list)
 
 
+class MigrateHostnames(Payload):
+    """Move hostnames the owner's leases hold here to the owner's lease of deployment
+    ``dseq``, group ``gseq`` (Akash's ``POST /hostname/migrate``)."""
+
+    type: Literal["cluster.migrate_hostnames"] = "cluster.migrate_hostnames"
+    owner: str
+    hostnames: list[str] = Field(min_length=1)
+    dseq: int = Field(ge=1)
+    gseq: int = Field(ge=1)
+
+
+class MigrateEndpoints(Payload):
+    """Move leased-IP endpoints (the SDL's ``endpoints:`` names) the owner's leases hold
+    here to the owner's lease of deployment ``dseq``, group ``gseq`` (Akash's
+    ``POST /endpoint/migrate``); only the named endpoints move."""
+
+    type: Literal["cluster.migrate_endpoints"] = "cluster.migrate_endpoints"
+    owner: str
+    endpoints: list[str] = Field(min_length=1)
+    dseq: int = Field(ge=1)
+    gseq: int = Field(ge=1)
+
+
 # -- replies -----------------------------------------------------------------------------
 
 
@@ -164,6 +187,24 @@ class HostnamesChecked(Payload):
 
     type: Literal["cluster.hostnames_checked"] = "cluster.hostnames_checked"
     refused: dict[str, str] = Field(default_factory=dict)
+
+
+class Migrated(Payload):
+    """Reply to a migration: what moved, and to which lease."""
+
+    type: Literal["cluster.migrated"] = "cluster.migrated"
+    destination: LeaseID
+    transferred: list[str] = Field(default_factory=list)
+
+
+class MigrationRefused(Payload):
+    """Reply to a migration that moved nothing: ``not_found`` (no such destination lease
+    here), ``invalid`` (the destination does not declare them, or nothing holds them) or
+    ``forbidden`` (another tenant's)."""
+
+    type: Literal["cluster.migration_refused"] = "cluster.migration_refused"
+    code: Literal["not_found", "invalid", "forbidden"]
+    message: str = ""
 
 
 class LeaseQueryFailed(Payload):

@@ -38,6 +38,8 @@ class NodeTotals(BaseModel):
     name: str
     allocatable: ResourceTotals = ResourceTotals()
     available: ResourceTotals = ResourceTotals()
+    gpu: str = ""  # vendor/model[/memory/interface], "" without GPUs
+    storage_classes: list[str] = Field(default_factory=list)
 
 
 class ClusterStatus(Payload):

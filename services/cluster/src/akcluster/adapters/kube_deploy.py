@@ -200,7 +200,8 @@ class KubeDeployments:
         In the lease's namespace: Deployments, StatefulSets and Services labelled
         ``akash.network/service-target=true`` (never a leased-IP Service, ``metal-lb``);
         Ingresses and NetworkPolicies with the lease's labels; Secrets and RBAC objects of
-        a manifest service. In the manifest namespace: ProviderHosts of the lease.
+        a manifest service. In the manifest namespace: ProviderHosts and ProviderLeasedIPs of
+        the lease.
         """
         namespace, wanted = lease_namespace(lease_id), set(keep)
         lease, service = _lease_selector(lease_id), f"{MANAGED}=true,{MANIFEST_SERVICE}"
@@ -216,6 +217,7 @@ class KubeDeployments:
             ("rbac.authorization.k8s.io/v1", "Role", namespace, service),
             ("v1", "ServiceAccount", namespace, service),
             (AKASH_API, "ProviderHost", self.manifest_namespace, lease),
+            (AKASH_API, "ProviderLeasedIP", self.manifest_namespace, lease),
         )
         removed = 0
         for api_version, kind, ns, selector in rules:
@@ -231,17 +233,19 @@ class KubeDeployments:
 
     async def teardown(self, lease_id: LeaseID) -> None:
         """Delete the namespace (its objects go with it), the Manifest resource and the
-        lease's ProviderHosts. What is gone already counts as done."""
+        lease's ProviderHosts and ProviderLeasedIPs. What is gone already counts as done."""
         namespace = lease_namespace(lease_id)
         await self._delete(NAMESPACES, namespace)
         manifests = await self._resource(AKASH_API, "Manifest")
         if manifests is not None:
             await self._delete(manifests, namespace, self.manifest_namespace)
-        hosts = await self._resource(AKASH_API, "ProviderHost")
-        if hosts is not None:
-            selector = _lease_selector(lease_id)
-            for host in await self._list(hosts, self.manifest_namespace, selector):
-                await self._delete(hosts, str(host["metadata"]["name"]), self.manifest_namespace)
+        selector = _lease_selector(lease_id)
+        for kind in ("ProviderHost", "ProviderLeasedIP"):
+            resource = await self._resource(AKASH_API, kind)
+            if resource is None:
+                continue
+            for obj in await self._list(resource, self.manifest_namespace, selector):
+                await self._delete(resource, str(obj["metadata"]["name"]), self.manifest_namespace)
         log.info("tore down lease %s", lease_id, extra={"lease_id": str(lease_id)})
 
     async def lease_status(

@@ -56,8 +56,12 @@ PRUNED_KINDS = frozenset(
         "Role",
         "ServiceAccount",
         "ProviderHost",
+        "ProviderLeasedIP",
     }
 )
+
+
+MANIFEST_NAMESPACE_KINDS = frozenset({"ProviderHost", "ProviderLeasedIP"})
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ class NullDeployments:
             for key, obj in self.objects.items()
             if key[0] in PRUNED_KINDS
             and (key[0], key[2]) not in wanted
-            and (key[1] == namespace or key[0] == "ProviderHost")
+            and (key[1] == namespace or key[0] in MANIFEST_NAMESPACE_KINDS)
             and lease_id_of(obj) == lease_id
             and ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_TARGET) != "metal-lb"
         ]
@@ -135,7 +139,7 @@ class NullDeployments:
                 ns == namespace
                 or (kind == "Namespace" and name == namespace)
                 or (kind == "Manifest" and name == namespace)
-                or (kind == "ProviderHost" and lease_id_of(obj) == lease_id)
+                or (kind in MANIFEST_NAMESPACE_KINDS and lease_id_of(obj) == lease_id)
             ):
                 del self.objects[key]
 

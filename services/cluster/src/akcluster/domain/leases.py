@@ -34,6 +34,8 @@ LEASES_KEY = "akcluster:leases"  # every lease not closed
 WORK_KEY = "akcluster:work"  # lease → when to take its next step
 HOSTNAMES_KEY = "akcluster:hostnames"  # hostname → lease id
 HOSTNAMES_VERSION_KEY = "akcluster:hostnames:version"
+ENDPOINTS_KEY = "akcluster:endpoints"  # <owner>/<endpoint name> → lease id
+ENDPOINTS_VERSION_KEY = "akcluster:endpoints:version"
 CLOSED_TTL_S = 7 * 24 * 3600
 
 State = Literal["deploying", "deployed", "closing", "closed"]
@@ -60,6 +62,8 @@ class LeaseRecord(BaseModel):
     recovered: bool = False  # rebuilt at start from Kubernetes, not from a manifest event
     hosts: list[str] = Field(default_factory=list)  # hostnames routed to this lease
     withheld: list[str] = Field(default_factory=list)  # held by another lease of the owner
+    endpoints: list[str] = Field(default_factory=list)  # leased-IP endpoints held
+    withheld_endpoints: list[str] = Field(default_factory=list)  # another lease holds them
     message: str = ""
     updated_at: float = 0.0
 
@@ -90,6 +94,16 @@ def manifest_hostnames(group: Group) -> list[str]:
         for expose in service.expose or ():
             for host in expose.hosts or ():
                 seen.setdefault(host.lower(), None)
+    return list(seen)
+
+
+def manifest_endpoints(group: Group) -> list[str]:
+    """Every leased-IP endpoint name the group's exposes use, in order, once."""
+    seen: dict[str, None] = {}
+    for service in group.services or ():
+        for expose in service.expose or ():
+            if expose.ip:
+                seen.setdefault(expose.ip, None)
     return list(seen)
 
 

@@ -21,7 +21,11 @@ from akcluster.domain.objects.base import (
     lease_labels,
     scheduler_params,
 )
-from akcluster.domain.objects.custom import crds, provider_host_objects
+from akcluster.domain.objects.custom import (
+    crds,
+    provider_host_objects,
+    provider_leased_ip_objects,
+)
 from akcluster.domain.objects.lease import lease_objects, stale_objects
 from akcluster.domain.objects.manifest import (
     group_from_manifest_object,
@@ -38,6 +42,7 @@ __all__ = [
     "lease_objects",
     "manifest_object",
     "provider_host_objects",
+    "provider_leased_ip_objects",
     "scheduler_params",
     "scheduler_params_from_manifest_object",
     "stale_objects",

@@ -1,12 +1,16 @@
-"""Akash's other custom resources: a ProviderHost per hostname, and the CRDs themselves.
+"""Akash's other custom resources: a ProviderHost per hostname, a ProviderLeasedIP per
+leased-IP port, and the CRDs themselves.
 
 ProviderHosts tell the hostname operator which lease owns a hostname (name = hostname, in
-the manifest namespace, Akash's spec). The CRDs (``manifests``, ``providerhosts`` and
+the manifest namespace, Akash's spec). ProviderLeasedIPs tell the IP operator which ports of
+which service to expose on the owner's endpoint; ports of one owner's endpoint share one
+address through their ``sharing_key``. The CRDs (``manifests``, ``providerhosts`` and
 ``providerleasedips`` of ``akash.network``) ship with the package as Akash's YAML.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection
 from importlib import resources
 
@@ -47,6 +51,55 @@ def provider_host_objects(
         for host, (service, expose) in hostnames(group).items()
         if host not in skip
     ]
+
+
+def sharing_key(owner: str, endpoint: str) -> str:
+    """One address per owner and endpoint name (a DNS label, stable across leases)."""
+    return "ip-" + hashlib.sha256(f"{owner}/{endpoint}".encode()).hexdigest()[:20]
+
+
+def provider_leased_ip_objects(
+    lease_id: LeaseID,
+    group: Group,
+    *,
+    settings: BuildSettings,
+    withheld: Collection[str] = (),
+) -> list[Obj]:
+    """A ProviderLeasedIP per port exposed on a leased-IP endpoint, except on endpoints
+    ``withheld`` (another lease of the owner holds them)."""
+    lease = hashlib.sha256(str(lease_id).encode()).hexdigest()[:12]
+    found: list[Obj] = []
+    for service in group.services or ():
+        for expose in service.expose or ():
+            if not expose.ip or expose.ip in withheld:
+                continue
+            proto = "UDP" if expose.proto == "UDP" else "TCP"
+            found.append(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "ProviderLeasedIP",
+                    "metadata": metadata(
+                        f"{lease}-{service.name}-{expose.port}-{proto.lower()}",
+                        lease_labels(lease_id),
+                        settings.manifest_namespace,
+                    ),
+                    "spec": {
+                        "lease_id": {
+                            "owner": lease_id.owner,
+                            "dseq": str(lease_id.dseq),
+                            "gseq": lease_id.gseq,
+                            "oseq": lease_id.oseq,
+                            "provider": lease_id.provider,
+                        },
+                        "service_name": service.name,
+                        "port": expose.port,
+                        "external_port": expose.effective_external_port,
+                        "protocol": proto,
+                        "sharing_key": sharing_key(lease_id.owner, expose.ip),
+                    },
+                }
+            )
+    return found
 
 
 def crds() -> list[Obj]:
