@@ -1,10 +1,11 @@
-"""The gateway under load: ``GET /status`` against the running suite, beside a bare uvicorn
-endpoint measured in the same run.
+"""The gateway under load: ``GET /status`` and a tenant's ``GET /lease/…/status`` against
+the running suite, beside a bare uvicorn endpoint measured in the same run.
 
 The suite is the one the cross-service tests run (``akcli.testing.Provider``: devnet, Redis,
-relay, kubesim, cluster, bid engine, manifest, gateway, each a process). (``GET
-/lease/…/status`` joins once tenants can authenticate with a bearer token: load tools
-cannot present client certificates.)
+relay, kubesim, cluster, bid engine, manifest, gateway, each a process). A tenant deploys
+one lease through it; the lease status requests carry that tenant's bearer token (load
+tools cannot present client certificates), so each one is authenticated, scope-checked and
+answered by the cluster service over the bus from Kubernetes (kubesim).
 
 The baseline is the least any HTTPS endpoint on this machine costs: uvicorn (the same h11
 protocol, the same TLS 1.3 context made from the provider's certificate) serving the
@@ -28,7 +29,9 @@ The last line is::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
+import datetime as dt
 import io
 import json
 import math
@@ -47,7 +50,7 @@ from typing import Any
 import uvicorn
 
 from akbus.embedded import EmbeddedRedis
-from akcli.testing import Provider
+from akcli.testing import Provider, certified, flow, sdl
 from akdevnet.testing import DevnetProcess
 from akgateway.tls import server_context
 
@@ -156,6 +159,23 @@ def hey(url: str, seconds: float, rate: int, headers: list[str]) -> tuple[float,
 # -- the suite ------------------------------------------------------------------------------
 
 
+def lease_with_token(provider: Provider) -> tuple[str, str]:
+    """A running lease of tenant-1's: its status path and a bearer token allowed to read it."""
+
+    async def made() -> tuple[str, str]:
+        async with provider.devnet.clients() as chain:
+            tenant = chain.tenant("tenant-1")
+            certificate = await certified(tenant, provider)
+            result = await flow(provider, tenant, certificate, sdl(cpu=0.5, count=2), "bench")
+            lease = result["leases"][0]
+            token = tenant.token(
+                {"access": "scoped", "scope": ["status"]}, lifetime=dt.timedelta(hours=1)
+            )
+            return f"/lease/{lease.dseq}/{lease.gseq}/{lease.oseq}/status", token
+
+    return asyncio.run(made())
+
+
 def run(args: argparse.Namespace, work: Path) -> str:
     for tool in ("wrk", "hey"):
         if shutil.which(tool) is None:
@@ -170,6 +190,8 @@ def run(args: argparse.Namespace, work: Path) -> str:
         try:
             provider.start()
             url = provider.gateway.url
+            lease_path, token = lease_with_token(provider)
+            lease_url, bearer = f"{url}{lease_path}", [f"Authorization: Bearer {token}"]
             body = fetch(f"{url}/status")
             json.loads(body)  # a real answer, not an error page
             body_file = work / "status.json"
@@ -189,13 +211,16 @@ def run(args: argparse.Namespace, work: Path) -> str:
             try:
                 wait_listening(port)
                 bare_url = f"https://127.0.0.1:{port}/status"
-                for target, headers in ((bare_url, []), (f"{url}/status", [])):
+                targets = ((bare_url, []), (f"{url}/status", []), (lease_url, bearer))
+                for target, headers in targets:
                     wrk(target, 2, args.connections, headers)  # warm up
                 bare_rps = wrk(bare_url, args.seconds, args.connections, [])
                 status_rps = wrk(f"{url}/status", args.seconds, args.connections, [])
+                lease_rps = wrk(lease_url, args.seconds, args.connections, bearer)
                 print(f"most requests/s ({args.connections} connections, {args.seconds:g} s):")
                 print(f"  bare uvicorn endpoint   {bare_rps:9.0f}")
                 print(f"  GET /status             {status_rps:9.0f}")
+                print(f"  GET /lease/…/status     {lease_rps:9.0f}  (bearer token, via the bus)")
                 print(
                     f"at {args.rate} requests/s ({args.seconds:g} s):       rps   p50 ms   p99 ms"
                 )
@@ -203,6 +228,7 @@ def run(args: argparse.Namespace, work: Path) -> str:
                 for name, target, headers in (
                     ("bare uvicorn endpoint", bare_url, []),
                     ("GET /status", f"{url}/status", []),
+                    ("GET /lease/…/status", lease_url, bearer),
                 ):
                     results[name] = hey(target, args.seconds, args.rate, headers)
                     rps, p50, p99 = results[name]

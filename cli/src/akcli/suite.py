@@ -11,6 +11,7 @@ if a process dies it says which, shows the end of its log, and stops the rest.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -25,6 +26,8 @@ from akservice.testing import ServiceProcess
 
 STATE = Path(".akash-provider")
 GATEWAY_PORT = 8443  # the devnet registers the provider at https://localhost:8443
+DASHBOARD_PORT = 8446
+GRPC_PORT = 8444
 ROOT = Path(__file__).resolve().parents[3]  # the repository (the workspace is installed editable)
 TEMPLATES = ROOT / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 KUBESIM_NODES = ROOT / "libs" / "kubesim" / "examples" / "nodes.yaml"
@@ -62,6 +65,8 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
         scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
+        dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
+        grpc_port=GRPC_PORT,
     )  # fmt: skip
     typer.echo("starting kubesim, the relay, the cluster, bid engine, manifest and gateway…")
     provider.start()
@@ -113,6 +118,8 @@ The provider suite is running (Ctrl-C stops everything).
   bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
   manifest         {provider.manifest.health_url}/readyz
   gateway          {provider.gateway.url}/status   (the tenants' API, mTLS)
+  gRPC             {provider.gateway.grpc_target}   (akash.provider.v1.ProviderRPC, TLS, reflection)
+  dashboard        {provider.gateway.dashboard_url}/?token={provider.gateway.dashboard_token}
   tenants          simulated, deploying Akash's templates (libs/aktypes/tests/data/awesome-akash)
   logs             {logs}/*.log
 
@@ -135,4 +142,5 @@ Your own deployment, as a tenant through the gateway:
   uv run python -m akdevnet tenant accept DSEQ --home {home}
   uv run python -m akdevnet tenant send-manifest DSEQ --sdl {TEMPLATES}/ghost.yaml --home {home}
   uv run python -m akdevnet tenant lease-status DSEQ --home {home}
+  uv run python -m akdevnet tenant token --home {home}     (a bearer token, not the certificate)
 """

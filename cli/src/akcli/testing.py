@@ -58,6 +58,9 @@ SCALES = {
 }
 
 
+GATEWAY_KUBE_SETTINGS = ("AP_CLUSTER_BACKEND", "AP_KUBECONFIG")  # for logs, events, shell
+
+
 @dataclass
 class Provider:
     """The provider's processes and what tests need to drive and watch them."""
@@ -70,6 +73,9 @@ class Provider:
     manifest_env: dict[str, str] = field(default_factory=dict)
     gateway_env: dict[str, str] = field(default_factory=dict)
     gateway_port: int | None = None  # default: a free port
+    dashboard_port: int | None = None  # default: a free port
+    dashboard_token: str = "dashboard-test-token"  # noqa: S105 - tests'; the suite makes one
+    grpc_port: int | None = None  # default: a free port
     nodes: str = NODES
     storage: str = "beta2=8Ti"  # persistent storage pools, AP_CLUSTER_STORAGE's syntax
     backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
@@ -122,15 +128,20 @@ class Provider:
         )
         for process in self.processes.values():
             process.start()
+        kube_env = {k: v for k, v in cluster_env.items() if k in GATEWAY_KUBE_SETTINGS}
         gateway = GatewayProcess(
             redis_url=self.redis_url,
             api=self.devnet.lcd_url,
             tls_dir=self.tmp / "gateway-tls",
             log_path=self.tmp / "gateway.log",
             port=self.gateway_port,
+            dashboard_port=self.dashboard_port,
+            dashboard_token=self.dashboard_token,
+            grpc_port=self.grpc_port,
             extra_env={
                 "AP_GATEWAY_REQUEST_TIMEOUT": "10s",
                 "AP_GATEWAY_SUBMIT_TIMEOUT": "60s",
+                **kube_env,
                 **self.gateway_env,
             },
         )

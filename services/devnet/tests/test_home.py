@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from akchain import jwt
+from akchain.keys import Signer
 from akdevnet.cli import app
 from akdevnet.homedir import ENDPOINTS_FILE, read_endpoints
+from akdevnet.settings import DevnetSettings
 from akdevnet.testing import DevnetProcess
 
 CORPUS = Path(__file__).parents[3] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
@@ -134,3 +137,31 @@ def test_keys_lists_the_tenants_made_after_init(devnet: DevnetProcess, cli: Cli)
         "tenant-3",
         "bob",
     ]
+
+
+def test_tenant_token_mints_a_jwt_of_the_tenants_key(tmp_path: Path) -> None:
+    signer = Signer.generate()
+    key = tmp_path / "tenant.json"
+    signer.save(key, DevnetSettings().key_passphrase.get_secret_value(), scrypt_n=2**10)
+    provider = Signer.generate().address
+    runner = CliRunner()
+
+    full = runner.invoke(app, ["tenant", "token", "--key", str(key), "--home", str(tmp_path)])
+    assert full.exit_code == 0, full.output
+    claims = jwt.check(full.output.strip(), signer.public_key)
+    assert (claims.iss, claims.leases.access, claims.exp - claims.iat) == (
+        signer.address,
+        "full",
+        900,
+    )
+
+    args = ["--provider", provider, "--dseq", "7", "--services", "web", "--scope", "logs,shell"]
+    granular = runner.invoke(app, ["tenant", "token", "--key", str(key), *args])
+    assert granular.exit_code == 0, granular.output
+    leases = jwt.check(granular.output.strip(), signer.public_key).leases
+    assert leases.refusal("logs", provider, dseq=7, services=["web"]) is None
+    assert leases.refusal("status", provider, dseq=7) is not None
+
+    bad = runner.invoke(app, ["tenant", "token", "--key", str(key), "--scope", "dance"])
+    assert bad.exit_code == 1
+    assert "token claims: scope" in bad.output

@@ -16,7 +16,8 @@ import pytest
 from cryptography import x509
 
 from akbus import Bus, RedisSettings
-from akchain import msgs
+from akchain import jwt, msgs
+from akchain.keys import Signer
 from akgateway.testing import MadeCertificate, client_context, make_certificate
 from akservice.testing import eventually_sync, http_status
 from aktypes.events import (
@@ -167,16 +168,78 @@ def test_tenant_routes_need_a_client_certificate(stack: Any) -> None:
     assert stack.services.seen == []
 
 
-def test_bearer_tokens_are_not_accepted_yet(stack: Any, tenant: Any) -> None:
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_token_authenticates_its_issuer(stack: Any, tenant: Any) -> None:
+    owner, _, _ = tenant
+    token = jwt.mint(stack.devnet.signer("tenant-1"), {"access": "full"})
+    answer = stack.call("PUT", "/deployment/44/manifest", body=MANIFEST, headers=bearer(token))
+    assert (answer.status, answer.raw) == (200, b"")
+    [command] = stack.services.seen
+    assert str(command.deployment_id) == f"{owner}/44"
+
+
+def test_bad_or_ambiguous_credentials_are_refused(stack: Any, tenant: Any) -> None:
     _, cert, _ = tenant
-    bearer = {"Authorization": "Bearer abc.def.ghi"}
-    answer = stack.call("GET", "/lease/7/1/1/status", headers=bearer)
-    assert answer.status == 401
-    assert "bearer" in answer.message
-    both = stack.call("GET", "/lease/7/1/1/status", cert=cert, headers=bearer)
+    signer = stack.devnet.signer("tenant-1")
+    token = jwt.mint(signer, {"access": "full"})
+    path = "/lease/7/1/1/status"
+    both = stack.call("GET", path, cert=cert, headers=bearer(token))
     assert (both.status, "ambiguous" in both.message) == (400, True)
-    basic = stack.call("GET", "/lease/7/1/1/status", headers={"Authorization": "Basic eA=="})
-    assert basic.status == 400
+    basic = stack.call("GET", path, headers={"Authorization": "Basic eA=="})
+    assert (basic.status, "expected 'Bearer <token>'" in basic.message) == (400, True)
+    garbage = stack.call("GET", path, headers=bearer("abc.def.ghi"))
+    assert (garbage.status, "not a JWT" in garbage.message) == (401, True)
+    # an account the chain has no key of (it never signed a transaction)
+    stranger = jwt.mint(Signer.generate(), {"access": "full"})
+    unknown = stack.call("GET", path, headers=bearer(stranger))
+    assert (unknown.status, "knows no public key" in unknown.message) == (401, True)
+    # a token claiming tenant-1 but signed by another key
+    header, payload, _ = token.split(".")
+    _, _, other_signature = jwt.mint(Signer.generate(), {"access": "full"}).split(".")
+    forged = stack.call("GET", path, headers=bearer(f"{header}.{payload}.{other_signature}"))
+    assert (forged.status, "Signature verification failed" in forged.message) == (401, True)
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    expired = stack.call(
+        "GET", path, headers=bearer(jwt.mint(signer, {"access": "full"}, now=past))
+    )
+    assert (expired.status, "expired" in expired.message) == (401, True)
+    assert stack.services.seen == []
+
+
+def test_a_token_allows_only_its_scope(stack: Any, tenant: Any) -> None:
+    signer = stack.devnet.signer("tenant-1")
+    status_only = jwt.mint(signer, {"access": "scoped", "scope": ["status"]})
+    refused = stack.call(
+        "PUT", "/deployment/45/manifest", body=MANIFEST, headers=bearer(status_only)
+    )
+    assert (refused.status, refused.message) == (403, "the token's scope lacks send-manifest")
+    assert stack.services.seen == []
+    stack.services.cluster = lambda c: LeaseStatusReport(lease_id=c.lease_id)
+    assert stack.call("GET", "/lease/45/1/1/status", headers=bearer(status_only)).status == 200
+    granular = {
+        "access": "granular",
+        "permissions": [
+            {
+                "provider": stack.provider,
+                "access": "granular",
+                "deployments": [{"dseq": 46, "scope": ["status"], "services": ["web"]}],
+            }
+        ],
+    }
+    token = jwt.mint(signer, granular)
+    assert stack.call("GET", "/lease/46/1/1/status", headers=bearer(token)).status == 200
+    other = stack.call("GET", "/lease/47/1/1/status", headers=bearer(token))
+    assert (other.status, "deployment 47" in other.message) == (403, True)
+    service = stack.call("GET", "/lease/46/1/1/service/db/status", headers=bearer(token))
+    assert (service.status, "['db']" in service.message) == (403, True)
+    elsewhere = dict(
+        granular, permissions=[dict(granular["permissions"][0], provider=signer.address)]
+    )
+    foreign = stack.call("GET", "/lease/46/1/1/status", headers=bearer(jwt.mint(signer, elsewhere)))
+    assert (foreign.status, "grants nothing at provider" in foreign.message) == (403, True)
 
 
 def test_a_valid_certificate_authenticates_its_owner(stack: Any, tenant: Any) -> None:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
-from akchain import msgs
+from akchain import jwt, msgs
 from akchain.keys import Signer
 from akchain.wallet import Wallet
 from akdevnet.cli_common import (
@@ -208,6 +209,69 @@ def _required_certificate(settings: DevnetSettings, key: str) -> ClientCertifica
             f"no saved certificate for {_cert_name(key)!r}; run `akdevnet tenant cert` first"
         )
     return certificate
+
+
+def _grant(scope: str, provider: str | None, dseq: int | None, services: str) -> dict[str, Any]:
+    """Akash's ``leases`` claim from the command line's options."""
+    scopes = [s.strip() for s in scope.split(",") if s.strip()]
+    if dseq is not None:
+        if provider is None or not scopes or not services:
+            raise fail("--dseq needs --provider, --scope and --services")
+        deployment = {"dseq": dseq, "scope": scopes, "services": services.split(",")}
+        permission: dict[str, Any] = {
+            "provider": provider,
+            "access": "granular",
+            "deployments": [deployment],
+        }
+    elif provider is not None:
+        permission = {"provider": provider, "access": "scoped" if scopes else "full"}
+        if scopes:
+            permission["scope"] = scopes
+    else:
+        return {"access": "scoped", "scope": scopes} if scopes else {"access": "full"}
+    return {"access": "granular", "permissions": [permission]}
+
+
+@tenant_app.command("token")
+def tenant_token(
+    *,
+    key: KeyName = "tenant-1",
+    home: Home = None,
+    scope: Annotated[
+        str,
+        typer.Option(
+            help="comma-separated actions (default: all): send-manifest, get-manifest, logs, "
+            "shell, events, status, restart, hostname-migrate, ip-migrate"
+        ),
+    ] = "",
+    provider: Annotated[
+        str | None, typer.Option(help="valid at this provider only (bech32 address)")
+    ] = None,
+    dseq: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_UINT64, help="only on this deployment (with --services)"),
+    ] = None,
+    services: Annotated[str, typer.Option(help="comma-separated services, with --dseq")] = "",
+    lifetime: Annotated[
+        int, typer.Option(min=1, max=31 * 86400, help="seconds the token is valid")
+    ] = 900,
+) -> None:
+    """Print a provider-API token (JWT, ES256K) signed by the tenant's key, for
+    ``Authorization: Bearer``; the provider checks it with the key the chain records."""
+    import datetime as dt  # noqa: PLC0415
+
+    signer = load_key(settings_of(home), key)
+    try:
+        token = jwt.mint(
+            signer,
+            _grant(scope, provider, dseq, services),
+            lifetime=dt.timedelta(seconds=lifetime),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise fail(f"token claims: {where}: {first['msg']}") from None
+    typer.echo(token)
 
 
 ProviderUrl = Annotated[

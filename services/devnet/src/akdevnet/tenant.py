@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from akchain import msgs
+from akchain import jwt, msgs
 from akchain.errors import NotFound
 from akchain.lcd import LCDClient
 from akchain.models import Bid
@@ -249,6 +249,19 @@ class Tenant:
                 context.load_cert_chain(cert_path, key_path)
         return context
 
+    def token(
+        self,
+        leases: jwt.Leases | dict[str, Any] | None = None,
+        *,
+        lifetime: dt.timedelta = dt.timedelta(minutes=15),
+        now: dt.datetime | None = None,
+    ) -> str:
+        """A provider-API token (JWT, ES256K) of this tenant's account; full access unless
+        ``leases`` says otherwise (Akash's claims: ``{"access": "scoped", "scope": [...]}``)."""
+        return jwt.mint(
+            self.wallet.signer, leases or {"access": "full"}, lifetime=lifetime, now=now
+        )
+
     async def gateway_request(
         self,
         method: str,
@@ -257,12 +270,15 @@ class Tenant:
         certificate: ClientCertificate | None = None,
         provider: str | None = None,
         body: str | None = None,
+        token: str | None = None,
         timeout: float = 30.0,
     ) -> tuple[int, Any]:
         """One request to a provider's gateway: the HTTP status and the body (parsed JSON,
-        else text; None when empty)."""
+        else text; None when empty). ``token`` goes in ``Authorization: Bearer``."""
         context = await self.gateway_context(certificate, provider)
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
             session.request(method, url, data=body, headers=headers, ssl=context) as response,

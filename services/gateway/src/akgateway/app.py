@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 from akgateway.context import Gateway
 from akgateway.errors import ApiError
 from akgateway.routes import router
+from akgateway.websockets import router as websocket_router
 
 log = logging.getLogger("akgateway")
 
@@ -65,6 +66,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     )
     app.state.gateway = gateway
     app.include_router(router)
+    app.include_router(websocket_router)
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_invalid_request)
     app.add_exception_handler(HTTPException, on_http_error)

@@ -8,7 +8,8 @@ from typing import cast
 from fastapi import Request
 
 from akbus import Bus
-from akgateway.adapters.chain import CertificateLookup
+from akgateway.adapters.chain import AccountKeys, CertificateLookup
+from akgateway.adapters.kube import LeaseCluster
 from akgateway.settings import GatewaySettings
 from akgateway.statusboard import StatusBoard
 
@@ -19,8 +20,10 @@ class Gateway:
     settings: GatewaySettings
     provider: str  # the provider's address
     certificates: CertificateLookup
+    accounts: AccountKeys  # tenants' public keys, to check their tokens
     version: str  # of this package
     board: StatusBoard  # every service's latest status
+    kube: LeaseCluster | None = None  # logs, events, shell (None: no cluster access)
 
 
 def gateway_of(request: Request) -> Gateway:

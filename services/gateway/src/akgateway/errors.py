@@ -7,6 +7,7 @@ GatewayError
  └── ApiError               an answer to a request: status + message
       ├── BadRequest        400  malformed input (path, JSON, manifest shape)
       ├── Unauthorized      401  no or unacceptable credentials
+      ├── Forbidden         403  credentials that do not allow this action (token scope)
       ├── NotFound          404  unknown route, lease, deployment or service
       ├── PayloadTooLarge   413  body over AP_GATEWAY_MAX_BODY
       ├── Unprocessable     422  a manifest the provider refuses
@@ -49,6 +50,10 @@ class BadRequest(ApiError):
 
 class Unauthorized(ApiError):
     status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
 
 
 class NotFound(ApiError):

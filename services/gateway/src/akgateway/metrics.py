@@ -19,7 +19,7 @@ TRUSTED_CERTIFICATES = Gauge(
 CERT_SYNC = Counter("provider_gateway_cert_sync", "Reads of the on-chain certificates", ["result"])
 AUTH = Counter(
     "provider_gateway_auth",
-    "Authentication of tenant requests (ok, none, refused, unavailable)",
+    "Authentication of tenant requests (ok, none, refused, forbidden, unavailable)",
     ["result"],
 )
 BUS_REQUESTS = Counter(
@@ -28,3 +28,10 @@ BUS_REQUESTS = Counter(
     ["command", "result"],
 )
 STATUS_SERVED = Counter("provider_gateway_status_served", "GET /status answered from memory")
+WEBSOCKETS = Counter(
+    "provider_gateway_websockets",
+    "Lease websockets (logs, events, shell) by how they ended: an HTTP refusal's status "
+    "or the close code",
+    ["stream", "end"],
+)
+RPC = Counter("provider_gateway_rpc", "gRPC ProviderRPC calls by method", ["method"])

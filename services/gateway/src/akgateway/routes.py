@@ -1,10 +1,11 @@
 """Akash's tenant REST routes (``gateway/rest/router.go``), answered over the bus.
 
 Public: ``GET /version``, ``/address``, ``/status``. Tenant (authenticated, the owner in
-every ID is the tenant, the provider is us): ``PUT /deployment/{dseq}/manifest`` to the
-manifest service; ``GET /lease/{dseq}/{gseq}/{oseq}/status``, ``…/service/{name}/status``
-and ``…/manifest`` to the cluster service. Errors are ``{"message": …}``
-(:mod:`akgateway.app`).
+every ID is the tenant, the provider is us; each route checks its scope):
+``PUT /deployment/{dseq}/manifest`` to the manifest service;
+``GET /lease/{dseq}/{gseq}/{oseq}/status``, ``…/service/{name}/status``, ``…/manifest``,
+``POST /hostname/migrate`` and ``/endpoint/migrate`` to the cluster service. Errors are
+``{"message": …}`` (:mod:`akgateway.app`).
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from akbus import ConnectionLost, RequestTimeout, UnexpectedReply
 from akgateway import metrics
-from akgateway.auth import Tenant
+from akgateway.auth import Identity, Tenant, scoped
 from akgateway.context import Gateway, gateway_of
-from akgateway.domain.answers import parse_manifest, query_error, rejection_error
+from akgateway.domain.answers import (
+    migration_error,
+    parse_manifest,
+    query_error,
+    rejection_error,
+)
 from akgateway.domain.status import kube_version
 from akgateway.errors import Internal, NotFound, PayloadTooLarge, Unavailable
 from aktypes.events import (
@@ -31,6 +37,10 @@ from aktypes.events import (
     LeaseStatusReport,
     ManifestAccepted,
     ManifestRejected,
+    Migrated,
+    MigrateEndpoints,
+    MigrateHostnames,
+    MigrationRefused,
     Payload,
     SubmitManifest,
 )
@@ -45,6 +55,9 @@ Ctx = Annotated[Gateway, Depends(gateway_of)]
 Dseq = Annotated[int, Path(ge=1, le=MAX_UINT64, description="deployment sequence")]
 Gseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="group sequence")]
 Oseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="order sequence")]
+SendManifest = Annotated[Identity, Depends(scoped("send-manifest"))]
+GetManifest = Annotated[Identity, Depends(scoped("get-manifest"))]
+Status = Annotated[Identity, Depends(scoped("status"))]
 
 
 class ErrorBody(BaseModel):
@@ -55,7 +68,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody} for code in codes}
 
 
-TENANT_ERRORS = _errors(400, 401, 404, 503)
+TENANT_ERRORS = _errors(400, 401, 403, 404, 503)
 
 # -- public ---------------------------------------------------------------------------------
 
@@ -97,7 +110,7 @@ async def status(gateway: Ctx) -> Response:
 # -- tenant ---------------------------------------------------------------------------------
 
 
-async def _ask(
+async def ask(
     gateway: Gateway,
     stream: str,
     command: Payload,
@@ -142,7 +155,7 @@ async def _body(request: Request, limit: int) -> bytes:
     response_class=Response,
     responses={
         200: {"description": "accepted (empty body)"},
-        **_errors(400, 401, 404, 413, 422, 503),
+        **_errors(400, 401, 403, 404, 413, 422, 503),
     },
     openapi_extra={
         "requestBody": {
@@ -155,13 +168,13 @@ async def _body(request: Request, limit: int) -> bytes:
     },
 )
 async def submit_manifest(
-    *, request: Request, dseq: Dseq, tenant: Tenant, gateway: Ctx
+    *, request: Request, dseq: Dseq, tenant: SendManifest, gateway: Ctx
 ) -> Response:
     manifest = parse_manifest(await _body(request, gateway.settings.gateway_max_body))
     command = SubmitManifest(
         deployment_id=DeploymentID(owner=tenant.owner, dseq=dseq), manifest=manifest
     )
-    reply = await _ask(
+    reply = await ask(
         gateway,
         MANIFEST_COMMANDS,
         command,
@@ -174,14 +187,14 @@ async def submit_manifest(
     return Response(status_code=200)
 
 
-def _lease(gateway: Gateway, tenant: Tenant, dseq: int, gseq: int, oseq: int) -> LeaseID:
+def _lease(gateway: Gateway, tenant: Identity, dseq: int, gseq: int, oseq: int) -> LeaseID:
     return LeaseID(owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider)
 
 
 async def _lease_status(
     gateway: Gateway, lease_id: LeaseID, service: str = ""
 ) -> LeaseStatusReport:
-    reply = await _ask(
+    reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
         GetLeaseStatus(lease_id=lease_id, service=service),
@@ -200,7 +213,7 @@ async def _lease_status(
     responses=TENANT_ERRORS,
 )
 async def lease_status(
-    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Tenant, gateway: Ctx
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Status, gateway: Ctx
 ) -> JSONResponse:
     report = await _lease_status(gateway, _lease(gateway, tenant, dseq, gseq, oseq))
     return JSONResponse(
@@ -220,7 +233,7 @@ async def lease_status(
     responses=TENANT_ERRORS,
 )
 async def service_status(
-    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, service: str, tenant: Tenant, gateway: Ctx
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, service: str, tenant: Status, gateway: Ctx
 ) -> JSONResponse:
     lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
     report = await _lease_status(gateway, lease_id, service)
@@ -236,9 +249,9 @@ async def service_status(
     responses=TENANT_ERRORS,
 )
 async def lease_manifest(
-    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Tenant, gateway: Ctx
+    *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: GetManifest, gateway: Ctx
 ) -> JSONResponse:
-    reply = await _ask(
+    reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
         GetLeaseManifest(lease_id=_lease(gateway, tenant, dseq, gseq, oseq)),
@@ -249,3 +262,78 @@ async def lease_manifest(
     if isinstance(reply, LeaseQueryFailed):
         raise query_error(reply)
     return JSONResponse(reply.group.go_dict())
+
+
+# -- migrations -----------------------------------------------------------------------------
+
+
+class HostnameMigration(BaseModel):
+    hostnames_to_migrate: list[str] = Field(min_length=1, max_length=100)
+    destination_dseq: int = Field(ge=1, le=MAX_UINT64)
+    destination_gseq: int = Field(ge=1, le=MAX_UINT32)
+
+
+class EndpointMigration(BaseModel):
+    endpoints_to_migrate: list[str] = Field(min_length=1, max_length=100)
+    destination_dseq: int = Field(ge=1, le=MAX_UINT64)
+    destination_gseq: int = Field(ge=1, le=MAX_UINT32)
+
+
+class Transferred(BaseModel):
+    transferred: list[str]
+
+
+async def _migrate(gateway: Gateway, command: MigrateHostnames | MigrateEndpoints) -> Transferred:
+    reply = await ask(
+        gateway,
+        CLUSTER_COMMANDS,
+        command,
+        (Migrated, MigrationRefused),
+        timeout=gateway.settings.gateway_request_timeout,
+        who="cluster service",
+    )
+    if isinstance(reply, MigrationRefused):
+        raise migration_error(reply)
+    return Transferred(transferred=reply.transferred)
+
+
+MIGRATION_ERRORS = _errors(400, 401, 403, 404, 503)
+
+
+@router.post(
+    "/hostname/migrate",
+    summary="move hostnames from one of your leases here to another",
+    responses=MIGRATION_ERRORS,
+)
+async def migrate_hostnames(body: HostnameMigration, tenant: Tenant, gateway: Ctx) -> Transferred:
+    tenant.require(
+        "hostname-migrate",
+        gateway.provider,
+        dseq=body.destination_dseq,
+        gseq=body.destination_gseq,
+    )
+    command = MigrateHostnames(
+        owner=tenant.owner,
+        hostnames=body.hostnames_to_migrate,
+        dseq=body.destination_dseq,
+        gseq=body.destination_gseq,
+    )
+    return await _migrate(gateway, command)
+
+
+@router.post(
+    "/endpoint/migrate",
+    summary="move leased-IP endpoints from one of your leases here to another",
+    responses=MIGRATION_ERRORS,
+)
+async def migrate_endpoints(body: EndpointMigration, tenant: Tenant, gateway: Ctx) -> Transferred:
+    tenant.require(
+        "ip-migrate", gateway.provider, dseq=body.destination_dseq, gseq=body.destination_gseq
+    )
+    command = MigrateEndpoints(
+        owner=tenant.owner,
+        endpoints=body.endpoints_to_migrate,
+        dseq=body.destination_dseq,
+        gseq=body.destination_gseq,
+    )
+    return await _migrate(gateway, command)

@@ -3,10 +3,11 @@ a graceful stop when the runtime stops.
 
 - The socket is bound here, so a busy port is one clear start-up error naming
   ``AP_GATEWAY_LISTEN`` (uvicorn would ``sys.exit`` from inside a task).
-- :class:`TLSH11Protocol` puts the connection's client certificate in every request's
-  scope as the ASGI TLS extension (``scope["extensions"]["tls"]["client_cert_chain"]``,
-  PEM), which uvicorn does not do itself. It is read from the connection, never from a
-  header, and proxy headers are off: nothing a client sends can change who it is.
+- :class:`TLSH11Protocol` and :class:`TLSWebSocketProtocol` put the connection's client
+  certificate in every request's scope as the ASGI TLS extension
+  (``scope["extensions"]["tls"]["client_cert_chain"]``, PEM), which uvicorn does not do.
+  It is read from the connection, never from a header, and proxy headers are off: nothing
+  a client sends can change who it is.
 - Signals belong to the runtime: uvicorn's own handlers are not installed. On SIGTERM the
   runtime exits its resources; :class:`HTTPServer` then stops accepting, lets requests in
   flight finish (``graceful_s``), and closes.
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from akservice import StartupError
 
@@ -62,6 +64,17 @@ class TLSH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, with the connection's TLS details in every request's scope."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if isinstance(ssl_object, ssl.SSLObject):
+            app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
+            self.app = cast("ASGI3Application", app)
+
+
+class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websocket protocol, with the connection's TLS details in the scope."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         ssl_object = transport.get_extra_info("ssl_object")
         if isinstance(ssl_object, ssl.SSLObject):
@@ -113,24 +126,32 @@ class HTTPServer:
     def __init__(
         self,
         app: ASGIApp,
-        context: ssl.SSLContext,
+        context: ssl.SSLContext | None,
         sock: socket.socket,
         *,
         graceful_s: float,
+        name: str = "tenant API",
     ) -> None:
         self.host, self.port = sock.getsockname()[:2]
         self._sock = sock
         self.graceful_s = graceful_s
+        self.name = name
+        tls: dict[str, Any] = {}
+        if context is not None:
+            tls["ssl_context_factory"] = lambda _config, _default: context
         self.config = uvicorn.Config(
             app,
             http=TLSH11Protocol,
-            ws="none",
+            ws=TLSWebSocketProtocol,
+            ws_ping_interval=10.0,  # Akash's: a ping every 10 s, a pong within 15 s
+            ws_ping_timeout=15.0,
+            ws_max_size=1024 * 1024,
             lifespan="off",
             log_config=None,
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=max(int(graceful_s), 1),
-            ssl_context_factory=lambda _config, _default: context,
+            **tls,
         )
         self.server = _Server(self.config)
         self._task: asyncio.Task[None] | None = None
@@ -144,9 +165,10 @@ class HTTPServer:
         while not self.server.started:
             if self._task.done():
                 self._task.result()  # its error, if any
-                raise StartupError(f"the tenant API on {self.host}:{self.port} did not start")
+                raise StartupError(f"the {self.name} on {self.host}:{self.port} did not start")
             await asyncio.sleep(0.01)
-        log.info("tenant API listening", extra={"url": f"https://{self.host}:{self.port}"})
+        scheme = "http" if self.config.ssl_context_factory is None else "https"
+        log.info("%s listening", self.name, extra={"url": f"{scheme}://{self.host}:{self.port}"})
         return self
 
     async def watch(self) -> None:

@@ -1,4 +1,5 @@
-"""The gateway process: Akash's tenant REST API over mTLS, on the service runtime.
+"""The gateway process: Akash's tenant REST API over mTLS, on the service runtime, and the
+operator's dashboard and the gRPC API (:mod:`akgateway.rpc`) on listeners of their own.
 
 Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain relay's
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
@@ -11,14 +12,19 @@ the trust store current. The gateway keeps no state: every answer comes from the
 from __future__ import annotations
 
 import logging
+import secrets
+from pathlib import Path
 
 from akchain.lcd import LCDClient
-from akgateway.adapters.chain import CertificateLookup, ChainCertificates
+from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
+from akgateway.adapters.kube import LeaseCluster, api_client
 from akgateway.app import create_app
 from akgateway.context import Gateway
+from akgateway.dashboard import DashboardFeed, create_dashboard
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import STATUS_SOURCES, renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
+from akgateway.rpc import RPCServer, credentials
 from akgateway.server import HTTPServer, bind
 from akgateway.settings import GatewaySettings
 from akgateway.statusboard import StatusBoard, status_fast_path
@@ -74,13 +80,18 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         ),
     )
     rt.supervise(board.run(), "statuses")
+    kube = None
+    if settings.cluster_backend == "kube":
+        kube = LeaseCluster(api_client(settings.kubeconfig))
     gateway = Gateway(
         bus=rt.bus,
         board=board,
         settings=settings,
         provider=address,
         certificates=CertificateLookup(lcd, settings.gateway_cert_cache_ttl),
+        accounts=AccountKeys(lcd, settings.gateway_cert_cache_ttl),
         version=version_of("akgateway"),
+        kube=kube,
     )
     server = await rt.resource(
         HTTPServer(
@@ -92,8 +103,50 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     )
     rt.readiness(lambda: [] if server.listening else ["the tenant API is not listening"])
     rt.supervise(server.watch(), "http")
+    await start_dashboard(rt, board)
+    await start_rpc(rt, gateway, settings.certificate_path(address))
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
+
+
+async def start_rpc(rt: Runtime[GatewaySettings], gateway: Gateway, cert_file: Path) -> None:
+    """The gRPC API on its own port, if one is configured."""
+    where = rt.settings.grpc_listen()
+    if where is None:
+        return
+    bind(*where, "AP_GATEWAY_GRPC_LISTEN").close()  # a busy port fails now, with its setting
+    server = await rt.resource(RPCServer(gateway, credentials(cert_file), *where))
+    rt.readiness(lambda: [] if server.port else ["the gRPC API is not listening"])
+
+
+async def start_dashboard(rt: Runtime[GatewaySettings], board: StatusBoard) -> None:
+    """The operator's dashboard on its own listener, if one is configured."""
+    settings = rt.settings
+    where = settings.dashboard_listen()
+    if where is None:
+        return
+    sock = bind(*where, "AP_GATEWAY_DASHBOARD_LISTEN")
+    token = settings.gateway_dashboard_token.get_secret_value()
+    made = not token
+    token = token or secrets.token_urlsafe(24)
+    feed = DashboardFeed(rt.bus, board)
+    rt.supervise(feed.run_events(), "dashboard events")
+    rt.supervise(feed.run_capacity(), "dashboard capacity")
+    dashboard = await rt.resource(
+        HTTPServer(create_dashboard(feed, token), None, sock, graceful_s=0.5, name="dashboard")
+    )
+    rt.supervise(dashboard.watch(), "dashboard")
+    host, port = dashboard.host, dashboard.port
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 - only shown
+    if made:
+        log.info(
+            "dashboard: http://%s:%s/?token=%s (AP_GATEWAY_DASHBOARD_TOKEN unset)",
+            shown,
+            port,
+            token,
+        )
+    else:
+        log.info("dashboard: http://%s:%s/", shown, port)
 
 
 SPEC = ServiceSpec(

@@ -12,8 +12,9 @@ runtime (``python -m akgateway --help`` lists them all).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akservice import Duration
@@ -28,6 +29,10 @@ class GatewaySettings(BaseSettings):
     gateway_listen: str = Field(
         default="0.0.0.0:8443", description="address of the tenant REST API (TLS 1.3)"
     )
+    gateway_grpc_listen: str = Field(
+        default="0.0.0.0:8444",
+        description="address of the gRPC API, akash.provider.v1.ProviderRPC (empty: none)",
+    )
     gateway_tls_dir: Path = Field(
         default=Path("."),
         description="folder of <provider address>.pem (`python -m akgateway cert generate`)",
@@ -39,6 +44,14 @@ class GatewaySettings(BaseSettings):
     cluster_public_hostname: str = Field(
         default="",
         description="the cluster's public host: forwarded ports, AKASH_CLUSTER_PUBLIC_HOSTNAME",
+    )
+    cluster_backend: Literal["null", "kube"] = Field(
+        default="null",
+        description="kube: serve lease logs, events and shell from Kubernetes (null: refuse)",
+    )
+    kubeconfig: Path | None = Field(
+        default=None,
+        description="kube backend: kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
     gateway_request_timeout: Duration = Field(
         default=10.0, gt=0, description="wait this long for the cluster to answer a lease query"
@@ -59,14 +72,38 @@ class GatewaySettings(BaseSettings):
         default=4 * MIB, ge=1024, description="largest request body accepted, bytes (413 above)"
     )
 
+    gateway_dashboard_listen: str = Field(
+        default="127.0.0.1:8446",
+        description="address of the operator's dashboard (plain HTTP; empty: no dashboard)",
+    )
+    gateway_dashboard_token: SecretStr = Field(
+        default=SecretStr(""),
+        description="the dashboard's token (empty: one is made at start and logged with the URL)",
+    )
+
     @field_validator("gateway_listen")
     @classmethod
     def _listen(cls, value: str) -> str:
         listen_address(value)
         return value
 
+    @field_validator("gateway_dashboard_listen", "gateway_grpc_listen")
+    @classmethod
+    def _dashboard(cls, value: str) -> str:
+        if value:
+            listen_address(value)
+        return value
+
     def listen(self) -> tuple[str, int]:
         return listen_address(self.gateway_listen)
+
+    def dashboard_listen(self) -> tuple[str, int] | None:
+        return (
+            listen_address(self.gateway_dashboard_listen) if self.gateway_dashboard_listen else None
+        )
+
+    def grpc_listen(self) -> tuple[str, int] | None:
+        return listen_address(self.gateway_grpc_listen) if self.gateway_grpc_listen else None
 
     def certificate_path(self, address: str) -> Path:
         """Where the provider's certificate and key are: ``<AP_GATEWAY_TLS_DIR>/<address>.pem``."""

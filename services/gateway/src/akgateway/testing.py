@@ -57,12 +57,21 @@ class GatewayProcess(RuntimeProcess):
         log_path: Path,
         port: int | None = None,
         extra_env: dict[str, str] | None = None,
+        dashboard_port: int | None = None,
+        dashboard_token: str = "dashboard-test-token",  # noqa: S107 - a test's
+        grpc_port: int | None = None,
     ) -> None:
         self.port = port or free_port()
+        self.dashboard_port = dashboard_port or free_port()
+        self.grpc_port = grpc_port or free_port()
+        self.dashboard_token = dashboard_token
         self.tls_dir = tls_dir
         env = {
             "AP_API": api,
             "AP_GATEWAY_LISTEN": f"127.0.0.1:{self.port}",
+            "AP_GATEWAY_DASHBOARD_LISTEN": f"127.0.0.1:{self.dashboard_port}",
+            "AP_GATEWAY_DASHBOARD_TOKEN": self.dashboard_token,
+            "AP_GATEWAY_GRPC_LISTEN": f"127.0.0.1:{self.grpc_port}",
             "AP_GATEWAY_TLS_DIR": str(tls_dir),
             "AP_GATEWAY_CERT_SYNC_INTERVAL": "200ms",
             "AP_GATEWAY_CERT_CACHE_TTL": "200ms",
@@ -76,6 +85,14 @@ class GatewayProcess(RuntimeProcess):
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def grpc_target(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
 
     def cert(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """``python -m akgateway cert ARGS`` with this gateway's settings."""

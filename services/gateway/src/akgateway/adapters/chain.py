@@ -1,9 +1,11 @@
-"""What the gateway asks the chain: certificates (every one, or one owner's by serial) and
-the provider's host URI, over the node's REST API (``AP_API``).
+"""What the gateway asks the chain: certificates (every one, or one owner's by serial), an
+account's public key (to check its tokens) and the provider's host URI, over the node's REST
+API (``AP_API``).
 
 :class:`CertificateLookup` caches each answer for ``AP_GATEWAY_CERT_CACHE_TTL`` so a busy
 tenant does not cost a query per request, while a revocation still counts within seconds.
-Node errors become :class:`~akgateway.errors.ChainUnavailable`.
+:class:`AccountKeys` keeps a key once found (an account's key never changes). Node errors
+become :class:`~akgateway.errors.ChainUnavailable`.
 """
 
 from __future__ import annotations
@@ -99,6 +101,39 @@ class CertificateLookup:
                     self._cache.clear()
             self._cache[key] = (now + self.ttl, found)
         return found
+
+
+class AccountKeys:
+    """Accounts' public keys: kept once known, an unknown one asked again after ``ttl``."""
+
+    def __init__(self, lcd: LCDClient, ttl: float, *, max_entries: int = 100_000) -> None:
+        self.lcd = lcd
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._known: dict[str, bytes] = {}
+        self._absent: dict[str, float] = {}
+
+    async def public_key(self, address: str) -> bytes:
+        """The account's compressed key (empty: no such account, or it never signed)."""
+        if found := self._known.get(address):
+            return found
+        now = time.monotonic()
+        if self._absent.get(address, 0.0) > now:
+            return b""
+        try:
+            key = (await self.lcd.account(address)).public_key
+        except NotFound:
+            key = b""
+        except (NodeUnavailable, BadResponse) as exc:
+            raise ChainUnavailable(f"account {address}: {exc}") from exc
+        if len(self._known) + len(self._absent) >= self.max_entries:
+            self._known.clear()
+            self._absent.clear()
+        if key:
+            self._known[address] = key
+        elif self.ttl > 0:
+            self._absent[address] = now + self.ttl
+        return key
 
 
 async def provider_host(lcd: LCDClient, address: str) -> str | None:

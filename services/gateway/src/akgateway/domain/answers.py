@@ -13,13 +13,14 @@ import json
 from akgateway.errors import (
     ApiError,
     BadRequest,
+    Forbidden,
     Internal,
     NotFound,
     Unavailable,
     Unprocessable,
 )
 from aktypes.errors import ManifestError
-from aktypes.events import LeaseQueryFailed, ManifestRejected
+from aktypes.events import LeaseQueryFailed, ManifestRejected, MigrationRefused
 from aktypes.manifest import Manifest
 
 REJECTION_ERRORS: dict[str, type[ApiError]] = {
@@ -32,6 +33,12 @@ REJECTION_ERRORS: dict[str, type[ApiError]] = {
     "deployment_not_found": NotFound,
     "chain_unavailable": Unavailable,
     "cluster_unavailable": Unavailable,
+}
+
+MIGRATION_ERRORS: dict[str, type[ApiError]] = {
+    "not_found": NotFound,
+    "invalid": BadRequest,
+    "forbidden": Forbidden,
 }
 
 QUERY_ERRORS: dict[str, type[ApiError]] = {
@@ -74,4 +81,9 @@ def rejection_error(reply: ManifestRejected) -> ApiError:
 
 def query_error(reply: LeaseQueryFailed) -> ApiError:
     kind = QUERY_ERRORS.get(reply.code, Internal)
+    return kind(reply.message or reply.code.replace("_", " "))
+
+
+def migration_error(reply: MigrationRefused) -> ApiError:
+    kind = MIGRATION_ERRORS.get(reply.code, Internal)
     return kind(reply.message or reply.code.replace("_", " "))

@@ -1,0 +1,89 @@
+"""What the operator's dashboard shows, as one JSON document: the services' statuses, the
+inventory per node, capacity use over time, orders and bids with their decisions, leases
+with their health, the latest events, and the balance service's figures when it runs.
+
+Pure: built from the status board's envelopes, an :class:`aktypes.overview.Overview`
+snapshot and the capacity samples the dashboard keeps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aktypes.events import ClusterStatus, Envelope
+from aktypes.events.cluster import ResourceTotals
+
+STALE_S = 30.0
+
+
+def _percent(used: int, total: int) -> float:
+    return round(100.0 * used / total, 1) if total > 0 else 0.0
+
+
+def _resources(allocatable: ResourceTotals, available: ResourceTotals) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("cpu", "memory", "gpu", "storage_ephemeral"):
+        total, free = getattr(allocatable, name), getattr(available, name)
+        used = max(total - free, 0)
+        out[name] = {"allocatable": total, "allocated": used, "used_pct": _percent(used, total)}
+    return out
+
+
+def capacity_sample(status: ClusterStatus, at: dt.datetime) -> dict[str, Any]:
+    """One point of the capacity chart: how much of each resource is taken."""
+    use = _resources(status.allocatable, status.available)
+    return {"time": at.isoformat(), **{k: v["used_pct"] for k, v in use.items()}}
+
+
+def _service(envelope: Envelope[Any] | None, now: dt.datetime) -> dict[str, Any]:
+    if envelope is None:
+        return {"state": "no status", "age_s": None, "figures": {}}
+    age = (now - envelope.time).total_seconds()
+    figures = envelope.payload.model_dump(
+        mode="json", exclude={"type", "nodes", "active", "pending"}
+    )
+    return {
+        "state": "stale" if age > STALE_S else "ok",
+        "age_s": round(age, 1),
+        "figures": {k: v for k, v in figures.items() if not isinstance(v, (dict, list))},
+    }
+
+
+def dashboard_view(
+    statuses: Mapping[str, Envelope[Any] | None],
+    overview: Mapping[str, Any],
+    capacity: Sequence[Mapping[str, Any]],
+    now: dt.datetime,
+) -> dict[str, Any]:
+    cluster = statuses.get("cluster")
+    nodes: list[dict[str, Any]] = []
+    totals: dict[str, Any] = {}
+    if cluster is not None and isinstance(cluster.payload, ClusterStatus):
+        status = cluster.payload
+        totals = _resources(status.allocatable, status.available)
+        nodes = [
+            {
+                "name": node.name,
+                "gpu_model": node.gpu,
+                "storage_classes": node.storage_classes,
+                **_resources(node.allocatable, node.available),
+            }
+            for node in status.nodes
+        ]
+        totals["storage"] = dict(status.storage)
+    balance = statuses.get("balance")
+    return {
+        "time": now.isoformat(),
+        "services": {name: _service(envelope, now) for name, envelope in statuses.items()},
+        "nodes": nodes,
+        "totals": totals,
+        "capacity": list(capacity),
+        "earnings": _service(balance, now)["figures"] if balance is not None else None,
+        "orders": overview.get("orders", []),
+        "leases": overview.get("leases", []),
+        "events": overview.get("events", []),
+        "bids_per_minute": overview.get("bids_per_minute", []),
+        "counts": overview.get("counts", {}),
+    }

@@ -1,0 +1,258 @@
+"""Akash's lease websockets: ``/logs``, ``/kubeevents`` and ``/shell``.
+
+Credentials and scope are checked before the upgrade: a refusal is an ordinary HTTP answer
+(``{"message": …}``, 400/401/403/503), as on every other route. After the upgrade, a lease
+that is not deployed here closes with 4001, Kubernetes out of reach with 4002, anything else
+with 4000. Pings go out every 10 s and a connection without a pong for 15 s is dropped
+(:mod:`akgateway.server`). The streams come from :mod:`akgateway.adapters.kube`, whose
+bounded queues carry the tenant's pace back to Kubernetes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+from starlette.websockets import WebSocketState
+
+from akchain.jwt import Scope
+from akgateway import metrics
+from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
+from akgateway.auth import identify, tenant_of
+from akgateway.context import Gateway
+from akgateway.domain import streams
+from akgateway.errors import ApiError, BadRequest, NotFound, Unavailable
+from aktypes.ids import MAX_UINT32, MAX_UINT64, LeaseID
+
+log = logging.getLogger("akgateway.websockets")
+router = APIRouter()
+LEASE = "/lease/{dseq}/{gseq}/{oseq}"
+
+
+def _number(text: str, name: str, top: int) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= top:
+        raise BadRequest(f"{name}: {text!r} is not a number from 1 to {top}")
+    return int(text)
+
+
+async def _opened(
+    websocket: WebSocket, scope: Scope, services: list[str]
+) -> tuple[LeaseCluster, LeaseID] | None:
+    """Check the request; on refusal answer it over HTTP and return None."""
+    gateway: Gateway = websocket.app.state.gateway
+    params = websocket.path_params
+    try:
+        dseq = _number(params["dseq"], "dseq", MAX_UINT64)
+        gseq = _number(params["gseq"], "gseq", MAX_UINT32)
+        oseq = _number(params["oseq"], "oseq", MAX_UINT32)
+        tenant = tenant_of(await identify(websocket, gateway))
+        tenant.require(scope, gateway.provider, dseq=dseq, gseq=gseq, oseq=oseq, services=services)
+        if gateway.kube is None:
+            raise Unavailable("this gateway has no access to the cluster (AP_CLUSTER_BACKEND)")
+    except ApiError as exc:
+        metrics.WEBSOCKETS.labels(scope, str(exc.status)).inc()
+        await websocket.send_denial_response(
+            JSONResponse({"message": exc.message}, status_code=exc.status)
+        )
+        return None
+    lease = LeaseID(owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider)
+    return gateway.kube, lease
+
+
+async def _serve(
+    websocket: WebSocket,
+    scope: Scope,
+    work: Callable[[], Coroutine[Any, Any, int]],
+    *,
+    reads: bool = False,
+) -> None:
+    """Run ``work`` (it returns the close code) until it ends or the tenant leaves; unless
+    ``work`` reads the websocket itself (``reads``), a watcher notices the tenant leaving."""
+    await websocket.accept()
+    code, reason = 1000, ""
+
+    async def tenant_left() -> None:
+        if reads:
+            await asyncio.Event().wait()  # work reads, and sees the tenant leave
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+
+    watcher = asyncio.create_task(tenant_left())
+    task = asyncio.create_task(work())
+    try:
+        done, _ = await asyncio.wait({watcher, task}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            code = task.result()
+    except LeaseGone as exc:
+        code, reason = streams.CLOSE_LEASE_NOT_FOUND, str(exc)
+    except NotFound as exc:
+        code, reason = streams.CLOSE_LEASE_NOT_FOUND, exc.message
+    except KubeError as exc:
+        code, reason = streams.CLOSE_UNAVAILABLE, str(exc)
+    except WebSocketDisconnect:
+        code = 1000
+    except Exception:
+        log.exception("websocket %s failed", websocket.url.path)
+        code, reason = streams.CLOSE_INTERNAL, "internal error"
+    finally:
+        for pending in (watcher, task):
+            pending.cancel()
+        await asyncio.gather(watcher, task, return_exceptions=True)
+    metrics.WEBSOCKETS.labels(scope, str(code)).inc()
+    if websocket.client_state == WebSocketState.CONNECTED:
+        with contextlib.suppress(Exception):
+            await websocket.close(code, reason[:120])
+
+
+async def _pods(kube: LeaseCluster, lease: LeaseID, services: list[str]) -> list[Pod]:
+    pods = await kube.pods(lease, services)
+    missing = sorted(set(services) - {p.service for p in pods})
+    if missing:
+        raise NotFound(f"lease {lease} has no running service {', '.join(missing)}")
+    return pods
+
+
+async def _merge(sources: list[AsyncIterator[str]], sink: Callable[[str], Awaitable[None]]) -> None:
+    """Send what every source yields, as it comes, through one bounded queue."""
+    queue: asyncio.Queue[str] = asyncio.Queue(64)
+
+    async def drain(source: AsyncIterator[str]) -> None:
+        async for item in source:
+            await queue.put(item)
+
+    async def send() -> None:
+        while True:
+            await sink(await queue.get())
+
+    sender = asyncio.create_task(send())
+    try:
+        await asyncio.gather(*(drain(s) for s in sources))
+        while not queue.empty():
+            await asyncio.sleep(0.01)
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+
+
+@router.websocket(f"{LEASE}/logs")
+async def logs(websocket: WebSocket) -> None:
+    try:
+        query = streams.logs_query(websocket.query_params)
+    except ApiError as exc:
+        await websocket.send_denial_response(JSONResponse({"message": exc.message}, exc.status))
+        return
+    opened = await _opened(websocket, "logs", query.services)
+    if opened is None:
+        return
+    kube, lease = opened
+
+    async def lines(pod: Pod) -> AsyncIterator[str]:
+        async for line in kube.logs(pod, follow=query.follow, tail=query.tail):
+            yield streams.log_frame(pod.name, line)
+
+    async def work() -> int:
+        pods = await _pods(kube, lease, query.services)
+        await _merge([lines(p) for p in pods], websocket.send_text)
+        if query.follow:  # the streams ended while following: the pods went away
+            await kube.pods(lease)  # LeaseGone when the lease went with them
+        return 1000
+
+    await _serve(websocket, "logs", work)
+
+
+@router.websocket(f"{LEASE}/kubeevents")
+async def kube_events(websocket: WebSocket) -> None:
+    try:
+        follow = streams.flag(websocket.query_params, "follow", False)
+    except ApiError as exc:
+        await websocket.send_denial_response(JSONResponse({"message": exc.message}, exc.status))
+        return
+    services = streams.services_of(websocket.query_params)
+    opened = await _opened(websocket, "events", services)
+    if opened is None:
+        return
+    kube, lease = opened
+
+    async def work() -> int:
+        await kube.pods(lease)  # LeaseGone when it is not deployed
+        async for event in kube.events(lease, follow=follow):
+            if streams.concerns(event, services):
+                await websocket.send_text(streams.event_frame(event))
+        return 1000
+
+    await _serve(websocket, "events", work)
+
+
+@router.websocket(f"{LEASE}/shell")
+async def shell(websocket: WebSocket) -> None:
+    try:
+        query = streams.shell_query(websocket.query_params)
+    except ApiError as exc:
+        await websocket.send_denial_response(JSONResponse({"message": exc.message}, exc.status))
+        return
+    opened = await _opened(websocket, "shell", [query.service])
+    if opened is None:
+        return
+    kube, lease = opened
+
+    async def work() -> int:
+        pods = [p for p in await _pods(kube, lease, [query.service]) if p.ready]
+        if not pods:
+            raise KubeError(f"service {query.service} has no ready replica")
+        if query.pod_index >= len(pods):
+            raise NotFound(
+                f"service {query.service} has {len(pods)} replicas: no podIndex {query.pod_index}"
+            )
+        try:
+            session = await kube.execute(
+                pods[query.pod_index], query.argv, tty=query.tty, stdin=query.stdin
+            )
+        except KubeError as exc:
+            log.warning("exec in %s failed: %s", lease, exc)
+            await websocket.send_bytes(streams.frame(streams.FAILURE))
+            return 1000
+
+        async def forward_input() -> None:
+            while True:
+                data = await websocket.receive_bytes()
+                if data[:1] == bytes([streams.STDIN]) and query.stdin:
+                    await asyncio.to_thread(session.write, 0, data[1:])
+                elif data[:1] == bytes([streams.RESIZE]) and query.tty:
+                    with contextlib.suppress(ValueError):
+                        size = streams.resize(data[1:]).encode()
+                        await asyncio.to_thread(session.write, 4, size)
+
+        async def forward_output() -> None:
+            async for channel, data in session.output:
+                code = streams.STDOUT if channel == 1 else streams.STDERR
+                await websocket.send_bytes(streams.frame(code, data))
+
+        reader = asyncio.create_task(forward_input())
+        writer = asyncio.create_task(forward_output())
+        try:
+            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, writer):
+                task.cancel()
+            await asyncio.gather(reader, writer, return_exceptions=True)
+        if writer not in done:  # the tenant left: the command is stopped with its stream
+            return 1000
+        writer.result()
+        exit_code = session.exit_code
+        if exit_code is None:
+            await websocket.send_bytes(streams.frame(streams.FAILURE))
+        else:
+            message = "" if exit_code == 0 else str(session.status.get("message") or "")
+            await websocket.send_bytes(streams.result_frame(exit_code, message))
+        return 1000
+
+    await _serve(websocket, "shell", work, reads=True)

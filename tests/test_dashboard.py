@@ -1,0 +1,86 @@
+"""The operator's dashboard in a real headless Chromium (Debian's), against the whole suite:
+it loads with its token, shows the nodes, and a new order appears without a reload.
+
+``DASHBOARD_SCREENSHOT=docs/dashboard.png`` also saves the screenshot there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.async_api import async_playwright
+
+from akcli.testing import Provider, leased, sdl
+from akdevnet.testing import DevnetClients
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt install chromium)"
+)
+
+
+def short(text: str) -> str:
+    return re.sub(r"akash1[0-9a-z]{38}", lambda m: f"{m[0][:10]}…{m[0][-4:]}", text)
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:  # noqa: S310 - our own process
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+async def test_the_dashboard_shows_nodes_and_a_new_order_live(
+    provider: Provider, chain: DevnetClients, tmp_path: Path
+) -> None:
+    provider.start()
+    gateway = provider.gateway
+    base = gateway.dashboard_url
+    assert status_of(f"{base}/") == 401
+    assert status_of(f"{base}/api/view?token=wrong") == 401
+    tenant = chain.tenant("tenant-1")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1400, "height": 1100})
+            await page.goto(f"{base}/?token={gateway.dashboard_token}")
+            nodes = page.locator("#nodes")
+            for name in ("big-a", "big-b", "gpu-a"):
+                await nodes.get_by_text(name, exact=True).wait_for(timeout=30_000)
+            await nodes.get_by_text("nvidia/a100/80Gi/sxm", exact=False).wait_for(timeout=5_000)
+            await page.evaluate("window.stillTheSamePage = true")
+            [lease] = await leased(provider, tenant, sdl(cpu=0.5))
+            order = short(str(lease.order_id))  # addresses are shortened on the page
+            row = page.locator("#orders tr", has_text=order)
+            await row.wait_for(timeout=30_000)
+            assert await row.locator("td").first.get_attribute("title") == str(lease.order_id)
+            await page.locator("#leases tr", has_text=short(str(lease))).wait_for(timeout=30_000)
+            await page.locator("#events td", has_text=f"bid on {order}").first.wait_for(
+                timeout=10_000
+            )
+            assert await page.evaluate("window.stillTheSamePage") is True  # no reload
+            assert "won" in (await row.inner_text())
+            shot = tmp_path / "dashboard.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+            if target := os.environ.get("DASHBOARD_SCREENSHOT"):
+                shutil.copy(shot, target)
+        finally:
+            await browser.close()

@@ -1,0 +1,244 @@
+"""The gateway's gRPC API against the running suite, the way grpcurl uses it: the services
+and their messages come from the server's reflection, not from our generated modules.
+
+One provider for the module (devnet, Redis, relay, kubesim, every service, gateway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import json
+import tempfile
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pool, empty_pb2, message_factory
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
+from akbus.embedded import EmbeddedRedis
+from akchain.convert import group_spec_pb
+from akcli.testing import Provider, certified, leased, sdl
+from akdevnet.testing import DevnetClients, DevnetProcess
+from akservice.testing import eventually
+
+SERVICE = "akash.provider.v1.ProviderRPC"
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    tmp = tmp_path_factory.mktemp("suite")
+    with (
+        tempfile.TemporaryDirectory(prefix="rpc", dir="/tmp") as sock_dir,
+        EmbeddedRedis(Path(sock_dir), aof=False) as redis,
+        DevnetProcess(tmp / "devnet") as devnet,
+    ):
+        provider = Provider(
+            devnet,
+            redis.url,
+            tmp,
+            cluster_env={
+                "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
+                "AP_DEPLOYMENT_BLOCKED_HOSTNAMES": ".blocked.test",
+            },
+        )
+        try:
+            yield provider.start()
+        finally:
+            provider.stop()
+
+
+@pytest.fixture
+async def chain(suite: Provider) -> AsyncIterator[DevnetClients]:
+    async with suite.devnet.clients() as clients:
+        yield clients
+
+
+def server_certificate(suite: Provider) -> bytes:
+    """The provider's certificate (without its key), to trust the gateway with."""
+    [pem] = suite.gateway.tls_dir.glob("*.pem")
+    text = pem.read_bytes()
+    start = text.index(b"-----BEGIN CERTIFICATE-----")
+    end = text.index(b"-----END CERTIFICATE-----") + len(b"-----END CERTIFICATE-----")
+    return text[start:end] + b"\n"
+
+
+@pytest.fixture
+async def channel(suite: Provider) -> AsyncIterator[grpc.aio.Channel]:
+    creds = grpc.ssl_channel_credentials(root_certificates=server_certificate(suite))
+    async with grpc.aio.secure_channel(suite.gateway.grpc_target, creds) as channel:
+        yield channel
+
+
+class Reflected:
+    """The server's messages, learned over reflection (synchronously, as grpcurl does)."""
+
+    def __init__(self, suite: Provider) -> None:
+        creds = grpc.ssl_channel_credentials(root_certificates=server_certificate(suite))
+        self._channel = grpc.secure_channel(suite.gateway.grpc_target, creds)
+        self.database = ProtoReflectionDescriptorDatabase(self._channel)
+        self.pool = descriptor_pool.DescriptorPool(self.database)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def message(self, name: str) -> Any:
+        return message_factory.GetMessageClass(self.pool.FindMessageTypeByName(name))
+
+    def method(self, channel: grpc.aio.Channel, name: str, *, stream: bool = False) -> Any:
+        found = self.pool.FindServiceByName(SERVICE).methods_by_name[name]
+        path = f"/{SERVICE}/{name}"
+        request = self.message(found.input_type.full_name)
+        response = self.message(found.output_type.full_name)
+        call = channel.unary_stream if stream else channel.unary_unary
+        return call(
+            path,
+            request_serializer=request.SerializeToString,
+            response_deserializer=response.FromString,
+        ), request
+
+
+@pytest.fixture
+def reflected(suite: Provider) -> Iterator[Reflected]:
+    found = Reflected(suite)
+    yield found
+    found.close()
+
+
+async def test_reflection_lists_the_services_and_health_answers(
+    reflected: Reflected, channel: grpc.aio.Channel
+) -> None:
+    services = set(reflected.database.get_services())
+    assert {
+        SERVICE,
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+    } <= services
+    rpc = reflected.pool.FindServiceByName(SERVICE)
+    assert {m.name: (m.input_type.full_name, m.output_type.full_name) for m in rpc.methods} == {
+        "GetStatus": ("google.protobuf.Empty", "akash.provider.v1.Status"),
+        "StreamStatus": ("google.protobuf.Empty", "akash.provider.v1.Status"),
+        "BidScreening": (
+            "akash.provider.v1.BidScreeningRequest",
+            "akash.provider.v1.BidScreeningResponse",
+        ),
+    }
+    # Akash's field numbers, as a client built from Akash's .proto expects them
+    status = reflected.pool.FindMessageTypeByName("akash.provider.v1.Status")
+    assert {f.name: f.number for f in status.fields} == {
+        "errors": 1,
+        "cluster": 2,
+        "bid_engine": 3,
+        "manifest": 4,
+        "public_hostnames": 5,
+        "timestamp": 6,
+        "reclamation_window": 7,
+    }
+    health = health_pb2_grpc.HealthStub(channel)
+    for name in ("", SERVICE):
+        answer = await health.Check(health_pb2.HealthCheckRequest(service=name))
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_get_status_is_filled_from_the_running_suite(
+    suite: Provider, reflected: Reflected, channel: grpc.aio.Channel
+) -> None:
+    get_status, _ = reflected.method(channel, "GetStatus")
+
+    async def status() -> Any:
+        return await get_status(empty_pb2.Empty())
+
+    found = await eventually(
+        status, timeout_s=30, what="every service's status", until=lambda s: not s.errors
+    )
+    assert found.HasField("bid_engine") and found.HasField("manifest")
+    assert list(found.public_hostnames) == ["provider.test"]
+    age = dt.datetime.now(dt.UTC) - found.timestamp.ToDatetime(dt.UTC)
+    assert abs(age.total_seconds()) < 5
+    nodes = found.cluster.inventory.cluster.nodes
+    with urllib.request.urlopen(f"{suite.kubesim.url}/api/v1/nodes") as answer:  # noqa: S310
+        kube_nodes = [n["metadata"]["name"] for n in json.load(answer)["items"]]
+    assert sorted(n.name for n in nodes) == sorted(kube_nodes)
+    for node in nodes:
+        cpu = node.resources.cpu.quantity
+        assert cpu.allocatable.string not in ("", "0"), node
+        assert node.resources.memory.quantity.allocatable.string.isdigit()
+
+
+async def test_stream_status_pushes_an_update_after_a_new_lease(
+    suite: Provider, chain: DevnetClients, reflected: Reflected, channel: grpc.aio.Channel
+) -> None:
+    stream_status, _ = reflected.method(channel, "StreamStatus", stream=True)
+    call = stream_status(empty_pb2.Empty())
+    first = await asyncio.wait_for(call.read(), 30)
+    before = first.cluster.leases.active
+    tenant = chain.tenant("tenant-1")
+    certificate = await certified(tenant, suite)
+    shape = sdl(cpu=0.25)
+    [lease] = await leased(suite, tenant, shape)
+    status, answer = await tenant.send_manifest_answer(
+        lease.dseq, shape, suite.gateway.url, certificate=certificate
+    )
+    assert status == 200, answer
+    seen = [first]
+    async with asyncio.timeout(90):  # pushed as soon as the cluster reports it deployed
+        while seen[-1].cluster.leases.active <= before:
+            seen.append(await call.read())
+    call.cancel()
+    assert seen[-1].cluster.leases.active == before + 1
+    # each push is a change: no two consecutive messages say the same thing
+    for earlier, later in itertools.pairwise(seen):
+        earlier.ClearField("timestamp")
+        later_copy = type(later)()
+        later_copy.CopyFrom(later)
+        later_copy.ClearField("timestamp")
+        assert earlier != later_copy
+
+
+async def test_bid_screening_answers_for_a_passing_and_a_failing_group(
+    suite: Provider, chain: DevnetClients, reflected: Reflected, channel: grpc.aio.Channel
+) -> None:
+    screening, request_type = reflected.method(channel, "BidScreening")
+    tenant = chain.tenant("tenant-2")
+    await tenant.create_certificate()  # a signed transaction: the chain knows the account's key
+    token = tenant.token()
+
+    def request(cpu: float, hostnames: tuple[str, ...] = ()) -> Any:
+        message = request_type(hostnames=list(hostnames))
+        message.group_spec.MergeFromString(
+            group_spec_pb(sdl(cpu=cpu).groups[0]).SerializeToString()
+        )
+        return message
+
+    bearer = (("authorization", f"Bearer {token}"),)
+    passing = await screening(request(0.5), metadata=bearer)
+    assert passing.passed, passing.reasons
+    assert list(passing.reasons) == []
+    assert passing.price.denom and float(passing.price.amount) > 0
+    assert [o.count for o in passing.resource_offers] == [1]
+    assert passing.resource_offers[0].resources.cpu.units.val == b"500"
+
+    failing = await screening(request(300), metadata=bearer)
+    assert not failing.passed
+    assert any(r.startswith("insufficient_capacity") for r in failing.reasons), failing.reasons
+
+    blocked = await screening(request(0.5, ("shop.blocked.test",)), metadata=bearer)
+    assert not blocked.passed
+    assert any("shop.blocked.test" in r and "blocked" in r for r in blocked.reasons)
+
+    # who asks is part of the question (tenant lists, price scripts): a token is required
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await screening(request(0.5))
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await screening(request_type(), metadata=bearer)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "group_spec" in (refused.value.details() or "")
