@@ -1,5 +1,6 @@
 """The gateway under generated requests: every operation of its OpenAPI document, with a
-tenant's client certificate and with no credentials, never answers a server error.
+tenant's client certificate, with a tenant's token, and with no credentials, never answers a
+server error.
 
 Every process is real (devnet, Redis, relay, kubesim, cluster, bid engine, manifest,
 gateway). Schemathesis reads ``/openapi.json`` from the running gateway and generates
@@ -29,7 +30,10 @@ from akdevnet.testing import DevnetClients
 EXAMPLES = 25  # per operation and credential: enough to reach every branch of the parsing
 
 
-def exercise(operation: Any, url: str, cert: tuple[str, str] | None) -> int:
+Credentials = tuple[tuple[str, str] | None, dict[str, str]]  # (client certificate, headers)
+
+
+def exercise(operation: Any, url: str, credentials: Credentials) -> int:
     """Generated requests for one operation; how many were sent."""
     sent = 0
 
@@ -43,7 +47,8 @@ def exercise(operation: Any, url: str, cert: tuple[str, str] | None) -> int:
     @hypothesis.given(case=operation.as_strategy())
     def one(case: Any) -> None:
         nonlocal sent
-        kwargs: dict[str, Any] = {"verify": False, "timeout": 30}
+        cert, headers = credentials
+        kwargs: dict[str, Any] = {"verify": False, "timeout": 30, "headers": headers}
         if cert is not None:
             kwargs["cert"] = cert
         response = case.call(base_url=url, **kwargs)
@@ -54,13 +59,13 @@ def exercise(operation: Any, url: str, cert: tuple[str, str] | None) -> int:
     return sent
 
 
-def run_operations(url: str, cert: tuple[str, str] | None) -> dict[str, int]:
+def run_operations(url: str, credentials: Credentials) -> dict[str, int]:
     """Generated requests for every operation; how many were sent per operation."""
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json", verify=False)
     sent = {}
     for result in schema.get_all_operations():
         operation = result.ok()
-        sent[f"{operation.method.upper()} {operation.path}"] = exercise(operation, url, cert)
+        sent[f"{operation.method.upper()} {operation.path}"] = exercise(operation, url, credentials)
     return sent
 
 
@@ -78,10 +83,16 @@ async def test_no_generated_request_gets_a_server_error(
     url = provider.gateway.url
     documented = set(provider_operations(url))
 
-    anonymous = await asyncio.to_thread(run_operations, url, None)
-    tenant_calls = await asyncio.to_thread(run_operations, url, (str(cert_file), str(key_file)))
-    assert set(anonymous) == set(tenant_calls) == documented
+    assert {"POST /hostname/migrate", "POST /endpoint/migrate"} <= documented
+    anonymous = await asyncio.to_thread(run_operations, url, (None, {}))
+    tenant_calls = await asyncio.to_thread(
+        run_operations, url, ((str(cert_file), str(key_file)), {})
+    )
+    token = {"Authorization": f"Bearer {tenant.token()}"}
+    token_calls = await asyncio.to_thread(run_operations, url, (None, token))
+    assert set(anonymous) == set(tenant_calls) == set(token_calls) == documented
     assert all(n >= 1 for n in tenant_calls.values()), tenant_calls
+    assert all(n >= 1 for n in token_calls.values()), token_calls
     assert provider.gateway.running()  # nothing brought it down
 
 

@@ -11,11 +11,14 @@ from typing import Annotated
 
 import typer
 
-from akcli import bid, bus, sdl
+from akcli import bid, bus, operator, sdl
 
 app = typer.Typer(
     name="akash-provider",
-    help="Akash Network provider: run the suite, SDL tools, the bus, bid screening.",
+    help=(
+        "Akash Network provider: run the suite, see what it is doing, SDL tools, the bus,"
+        " bid screening."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -37,3 +40,10 @@ def run(
     from akcli.suite import run_suite  # noqa: PLC0415 - imports every service's package
 
     raise typer.Exit(code=run_suite(tenants=tenants, block_time=block_time, state=state))
+
+
+# what the running provider is doing (see akcli.operator)
+app.command("status")(operator.status)
+app.command("leases")(operator.leases)
+app.command("orders")(operator.orders)
+app.command("events")(operator.events)

@@ -264,12 +264,12 @@ class Bus:
                 positions[stream] = entry.id
                 yield stream, entry
 
-    async def recent_then_follow(
-        self, streams: Sequence[str], *, last: int = 500, block_ms: int = 1000
-    ) -> AsyncIterator[tuple[str, Envelope[Any]]]:
-        """The last ``last`` entries of each of ``streams``, merged in the order they were
-        published, then every new one (no gap between the two): (stream, envelope).
-        Unreadable entries are skipped."""
+    async def recent(
+        self, streams: Sequence[str], *, last: int = 500
+    ) -> tuple[list[tuple[str, Envelope[Any]]], dict[str, str]]:
+        """The last ``last`` entries of each of ``streams`` merged in the order they were
+        published, (stream, envelope), and the id each stream ended at — the position to
+        :meth:`follow_envelopes` from without a gap. Unreadable entries are skipped."""
         positions: dict[str, str] = {}
         recent: list[tuple[int, datetime, str, Envelope[Any]]] = []
         for stream in streams:
@@ -281,12 +281,26 @@ class Bus:
                     ms = int(entry.id.partition("-")[0])
                     recent.append((ms, envelope.time, stream, envelope))
         recent.sort(key=lambda found: found[:2])  # ids are per stream: the time breaks ties
-        for _, _, stream, envelope in recent:
-            yield stream, envelope
-        async for stream, entry in self.follow(list(streams), since=positions, block_ms=block_ms):
+        return [(stream, envelope) for _, _, stream, envelope in recent], positions
+
+    async def follow_envelopes(
+        self, streams: Sequence[str], *, since: Mapping[str, str], block_ms: int = 1000
+    ) -> AsyncIterator[tuple[str, Envelope[Any]]]:
+        """:meth:`follow`, each entry decoded; unreadable entries are skipped."""
+        async for stream, entry in self.follow(list(streams), since=since, block_ms=block_ms):
             envelope = self._readable(stream, entry)
             if envelope is not None:
                 yield stream, envelope
+
+    async def recent_then_follow(
+        self, streams: Sequence[str], *, last: int = 500, block_ms: int = 1000
+    ) -> AsyncIterator[tuple[str, Envelope[Any]]]:
+        """:meth:`recent`, then every new entry (no gap between the two): (stream, envelope)."""
+        recent, positions = await self.recent(streams, last=last)
+        for stream, envelope in recent:
+            yield stream, envelope
+        async for found in self.follow_envelopes(streams, since=positions, block_ms=block_ms):
+            yield found
 
     @staticmethod
     def _readable(stream: str, entry: StreamEntry) -> Envelope[Any] | None:
