@@ -123,6 +123,11 @@ The provider suite is running (Ctrl-C stops everything).
   tenants          simulated, deploying Akash's templates (libs/aktypes/tests/data/awesome-akash)
   logs             {logs}/*.log
 
+At a glance (from the streams):
+  uv run akash-provider status             (every service's latest status)
+  uv run akash-provider orders             (decisions and decline reasons; `leases` likewise)
+  uv run akash-provider events --follow    (a readable tail of the streams)
+
 Watch the bids:
   {redis_cli} XRANGE akash.provider.bidengine.events - +
   {redis_cli} XREVRANGE akash.provider.bidengine.events + - COUNT 5

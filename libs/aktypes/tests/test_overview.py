@@ -8,7 +8,7 @@ from aktypes import events as ev
 from aktypes.coin import Coin, DecCoin
 from aktypes.events.streams import BIDENGINE_EVENTS, CHAIN_EVENTS, CLUSTER_EVENTS
 from aktypes.ids import LeaseID
-from aktypes.overview import Overview
+from aktypes.overview import Overview, describe
 from aktypes.testing import address, example_payloads
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -122,3 +122,10 @@ def test_a_closed_lease_is_torn_down_and_windows_stay_bounded() -> None:
 
 def example_group() -> object:
     return next(p for p in example_payloads() if isinstance(p, ev.LeaseWon)).group
+
+
+def test_escrow_watching_is_described_in_words() -> None:
+    added = ev.LeaseFundsMonitor(lease_id=LEASE, action="add", is_new_lease=True)
+    removed = ev.LeaseFundsMonitor(lease_id=LEASE, action="remove")
+    assert describe(added) == f"escrow of {LEASE} watched"
+    assert describe(removed) == f"escrow of {LEASE} no longer watched"

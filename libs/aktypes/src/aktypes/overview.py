@@ -21,6 +21,7 @@ from aktypes.events import (
     InventoryChanged,
     LeaseClosed,
     LeaseCreated,
+    LeaseFundsMonitor,
     LeaseOutOfFunds,
     LeaseTornDown,
     LeaseWon,
@@ -104,6 +105,10 @@ def describe(payload: Payload) -> str:
             return f"{lease} out of funds"
         case WithdrawalRequested(lease_id=lease, reason=reason):
             return f"withdrawal from {lease} ({reason})"
+        case LeaseFundsMonitor(lease_id=lease, action="add"):
+            return f"escrow of {lease} watched"
+        case LeaseFundsMonitor(lease_id=lease):
+            return f"escrow of {lease} no longer watched"
     return str(getattr(payload, "type", type(payload).__name__))
 
 
