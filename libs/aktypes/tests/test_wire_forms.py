@@ -1281,7 +1281,16 @@ def test_wire_forms_are_pinned() -> None:
                 "correlation_id": "",
                 "causation_id": "",
                 "schema": "1",
-                "payload": {"type": "balance.status", "leases": 2, "last_error": ""},
+                "payload": {
+                    "type": "balance.status",
+                    "leases": 2,
+                    "last_error": "",
+                    "earned": {"uact": 1250000},
+                    "swept": {"uact": 1000000},
+                    "balances": {"uakt": 5000000, "uact": 250000},
+                    "below_minimum": ["uakt"],
+                    "pending": 1,
+                },
             },
             "bus.dead_letter": {
                 "type": "bus.dead_letter",

@@ -335,7 +335,14 @@ def example_payloads() -> list[ev.Payload]:
             kube_version={"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
         ),
         ev.ManifestStatus(deployments=2),
-        ev.BalanceStatus(leases=2),
+        ev.BalanceStatus(
+            leases=2,
+            earned={"uact": 1_250_000},
+            swept={"uact": 1_000_000},
+            balances={"uakt": 5_000_000, "uact": 250_000},
+            below_minimum=["uakt"],
+            pending=1,
+        ),
         ev.DeadLetter(
             source_stream="akash.chain.events",
             entry_id="1-0",

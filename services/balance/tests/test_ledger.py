@@ -1,0 +1,274 @@
+"""The ledger on a real Redis, with an in-memory chain: which leases are watched, what a
+check decides and publishes, results, restarts, sweeps."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from akbalance.adapters.chain import BlockClock
+from akbalance.domain.funds import EscrowView, Policy
+from akbalance.ledger import DUE, LEASES, PENDING, Ledger
+from akbalance.testing import MemoryChain
+from akbus import Bus, RedisSettings
+from akbus.testing import FAST_SETTINGS, eventually, running
+from aktypes.coin import Coin, Dec
+from aktypes.events import (
+    BroadcastTx,
+    LeaseFundsMonitor,
+    LeaseOutOfFunds,
+    Send,
+    SweepRequested,
+    TxCommitted,
+    TxFailed,
+    WithdrawalRequested,
+    WithdrawLease,
+    envelope_from_fields,
+)
+from aktypes.events.streams import BALANCE_EVENTS, CHAIN_RESULTS, CHAIN_TX, CLUSTER_EVENTS
+from aktypes.ids import LeaseID
+from aktypes.testing import address
+
+PROVIDER = address(9)
+POLICY = Policy(
+    monitor_interval=600.0,
+    withdrawal_period=3600.0,
+    dry_recheck=600.0,
+    min_amount={"uact": Dec(1000)},
+    fee=None,
+    fee_multiple=Dec(2),
+    fee_value={},
+)
+
+
+def lease(n: int) -> LeaseID:
+    return LeaseID(owner=address(1), dseq=n, gseq=1, oseq=1, provider=PROVIDER)
+
+
+def escrow(*, balance: int, blocks: int, rate: str = "10") -> EscrowView:
+    return EscrowView(
+        height=1000 + blocks,
+        settled_at=1000,
+        balance=Dec(balance),
+        rate=Dec(rate),
+        lease_rate=Dec(rate),
+        unpaid=Dec(0),
+        denom="uact",
+    )
+
+
+@dataclass
+class Harness:
+    bus: Bus
+    ledger: Ledger
+    chain: MemoryChain
+    now: list[float]
+
+    async def published(self, stream: str) -> list[Any]:
+        return [
+            envelope_from_fields(e.fields).payload for e in await self.bus.backend.entries(stream)
+        ]
+
+    async def due(self) -> dict[str, float]:
+        return dict(await self.bus.backend.zrangebyscore(DUE, 0, float("inf")))
+
+
+@pytest.fixture
+async def harness(redis_url: str) -> AsyncIterator[Harness]:
+    bus = Bus.connect(RedisSettings(url=redis_url), producer="test", settings=FAST_SETTINGS)
+    chain, now = MemoryChain(), [10_000.0]
+    ledger = Ledger(
+        bus=bus,
+        chain=chain,
+        policy=POLICY,
+        provider=PROVIDER,
+        batch=2,
+        retry_s=60.0,
+        recovery_window_s=60.0,
+        clock=BlockClock(6.0),
+        now=lambda: now[0],
+    )
+    events = bus.subscriber(CLUSTER_EVENTS, group="balance", consumer="b")
+    events.add(LeaseFundsMonitor, ledger.on_funds_monitor)
+    results = bus.subscriber(CHAIN_RESULTS, group="balance", consumer="b")
+    results.add(TxCommitted, ledger.on_tx_committed)
+    results.add(TxFailed, ledger.on_tx_failed)
+    try:
+        async with running(events, results):
+            yield Harness(bus, ledger, chain, now)
+    finally:
+        await bus.close()
+
+
+async def watch(h: Harness, *leases: LeaseID, new: bool = True) -> None:
+    for lease_id in leases:
+        await h.bus.publish(
+            CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease_id, action="add", is_new_lease=new)
+        )
+    await eventually(h.ledger.count, what="leases watched", until=lambda n: n == len(leases))
+
+
+async def test_a_dry_lease_is_withdrawn_once_and_its_earnings_counted(harness: Harness) -> None:
+    h = harness
+    await watch(h, lease(1))
+    h.chain.height = 1050
+    h.chain.views[str(lease(1))] = escrow(balance=400, blocks=50)  # 500 owed, 400 left
+    assert await h.ledger.check_due() == 1
+    [command] = await h.published(CHAIN_TX)
+    assert isinstance(command, BroadcastTx)
+    assert command.msgs == [WithdrawLease(lease_id=lease(1))]
+    events = await h.published(BALANCE_EVENTS)
+    assert [type(e) for e in events] == [WithdrawalRequested, LeaseOutOfFunds]
+    assert events[0].reason == "out_of_funds" and events[1].height == 1050
+    assert events[1].balance.amount == Dec(-100)
+    # in flight: not looked at again until its result
+    h.now[0] += 600
+    assert await h.ledger.check_due() == 0
+    h.chain.paid[str(lease(1))] = ("uact", 400)
+    result = TxCommitted(key=command.key, tx_hash="AB" * 32, height=1051)
+    await h.bus.publish(CHAIN_RESULTS, result)
+    await eventually(
+        lambda: h.bus.backend.hgetall(PENDING), what="result handled", until=lambda p: not p
+    )
+    assert await h.ledger.earned() == {"uact": 400}
+    assert (await h.due())[str(lease(1))] == 10_000.0 + 600  # the dry recheck
+    # the same result delivered again changes nothing
+    await h.bus.publish(CHAIN_RESULTS, result)
+    h.chain.paid[str(lease(1))] = ("uact", 450)  # were it read again, it would count 50 more
+    await h.bus.publish(
+        CHAIN_RESULTS, TxCommitted(key="create-bid/x", tx_hash="CD" * 32, height=1052)
+    )
+    await eventually(
+        lambda: h.bus.backend.pending_summary(CHAIN_RESULTS, "balance"),
+        what="every result read",
+        until=lambda summary: summary.count == 0,
+    )
+    assert await h.ledger.earned() == {"uact": 400}
+
+
+async def test_a_healthy_lease_is_withdrawn_at_the_period_and_a_small_one_skipped(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness
+    await watch(h, lease(1), lease(2))
+    h.chain.views[str(lease(1))] = escrow(balance=10**9, blocks=500)  # 5,000uact to collect
+    h.chain.views[str(lease(2))] = escrow(balance=10**9, blocks=50)  # 500uact: below 1,000
+    assert await h.ledger.check_due() == 2
+    assert await h.published(CHAIN_TX) == []  # nothing due yet: the period is an hour
+    assert set((await h.due()).values()) == {10_000.0 + 600}
+    h.now[0] = 10_000.0 + 3600
+    with caplog.at_level(logging.INFO, logger="akbalance"):
+        assert await h.ledger.check_due() == 2
+    [command] = await h.published(CHAIN_TX)
+    assert command.msgs == [WithdrawLease(lease_id=lease(1))]
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert skipped == [
+        f"periodic withdrawal from {lease(2)} skipped: 500uact is below "
+        "AP_WITHDRAWAL_MIN_AMOUNT 1000uact"
+    ]
+    record = json.loads((await h.bus.backend.hgetall(LEASES))[str(lease(2))])
+    assert record["next_periodic"] == 10_000.0 + 7200
+
+
+async def test_leases_due_together_share_a_transaction_up_to_the_batch_size(
+    harness: Harness,
+) -> None:
+    h = harness
+    await watch(h, lease(1), lease(2), lease(3))
+    for n in (1, 2, 3):
+        h.chain.views[str(lease(n))] = escrow(balance=0, blocks=10)
+    await h.ledger.check_due()
+    commands = await h.published(CHAIN_TX)
+    assert sorted(len(c.msgs) for c in commands) == [1, 2]
+    assert {m.lease_id for c in commands for m in c.msgs} == {lease(1), lease(2), lease(3)}
+
+
+async def test_a_failed_withdrawal_is_tried_again_after_the_retry_pause(harness: Harness) -> None:
+    h = harness
+    await watch(h, lease(1))
+    h.chain.views[str(lease(1))] = escrow(balance=0, blocks=10)
+    await h.ledger.check_due()
+    [command] = await h.published(CHAIN_TX)
+    await h.bus.publish(
+        CHAIN_RESULTS, TxFailed(key=command.key, code=11, codespace="sdk", log="out of gas")
+    )
+    await eventually(
+        lambda: h.bus.backend.hgetall(PENDING), what="failure handled", until=lambda p: not p
+    )
+    assert (await h.due())[str(lease(1))] == 10_000.0 + 60
+    assert "out of gas" in h.ledger.last_error
+    assert await h.ledger.earned() == {}
+
+
+async def test_a_thousand_recovered_leases_are_checked_over_the_window_not_at_once(
+    harness: Harness,
+) -> None:
+    h = harness
+    leases = [str(lease(n)) for n in range(1, 1001)]
+    records = {n: json.dumps({"added": 0.0, "next_periodic": 99_999.0}) for n in leases}
+
+    async def seed(tx: Any) -> None:  # watched before a long stop: every check is overdue
+        tx.state.hset(LEASES, records)
+        tx.state.zadd(DUE, {n: 5_000.0 + i for i, n in enumerate(leases)})
+
+    await h.bus.transact(seed)
+    for n in leases:
+        h.chain.views[n] = escrow(balance=10**9, blocks=1)
+    assert await h.ledger.recover() == 1000
+    due = await h.due()
+    assert min(due.values()) > 10_000.0 and max(due.values()) < 10_060.0
+    looked: list[int] = []
+    for second in range(1, 61):  # a check pass each second of the window
+        h.now[0] = 10_000.0 + second
+        before = len(h.chain.looked_at)
+        await h.ledger.check_due()
+        looked.append(len(h.chain.looked_at) - before)
+    assert sum(looked) == 1000
+    assert max(looked) <= 17  # about 1000 / 60 per second, never a burst
+    # a lease the cluster recovers is spread too; a new one is looked at at once
+    await h.bus.publish(
+        CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease(2001), action="add", is_new_lease=False)
+    )
+    await h.bus.publish(
+        CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease(2002), action="add", is_new_lease=True)
+    )
+    await eventually(h.ledger.count, what="two more", until=lambda n: n == 1002)
+    due = await h.due()
+    assert 10_060.0 < due[str(lease(2001))] < 10_120.0
+    assert due[str(lease(2002))] == 10_060.0
+
+
+async def test_removed_and_closed_leases_are_no_longer_watched(harness: Harness) -> None:
+    h = harness
+    await watch(h, lease(1), lease(2))
+    await h.bus.publish(CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease(1), action="remove"))
+    await eventually(h.ledger.count, what="one removed", until=lambda n: n == 1)
+    await h.ledger.check_due()  # lease 2: the chain no longer has it active
+    assert await h.ledger.count() == 0
+    assert await h.due() == {}
+
+
+async def test_a_sweep_sends_exactly_the_excess_once_at_a_time(harness: Harness) -> None:
+    h = harness
+    h.chain.wallet = {"uakt": 20_000_000, "uact": 3_000_000}
+    cold = address(7)
+    keep = {"uakt": Dec(5_000_000), "uact": Dec(1_000_000)}
+    fee = Coin(denom="uakt", amount=7_500)
+    sent = await h.ledger.sweep(cold, keep, {"uact": 500_000}, fee)
+    assert sent == [Coin(denom="uact", amount=1_500_000), Coin(denom="uakt", amount=14_992_500)]
+    [command] = await h.published(CHAIN_TX)
+    assert command.msgs == [Send(to_address=cold, amount=sent)]
+    assert [
+        e.amount for e in await h.published(BALANCE_EVENTS) if isinstance(e, SweepRequested)
+    ] == sent
+    assert await h.ledger.sweep(cold, keep, {}, fee) == []  # the first has no result yet
+    await h.bus.publish(CHAIN_RESULTS, TxCommitted(key=command.key, tx_hash="EF" * 32, height=7))
+    await eventually(
+        lambda: h.bus.backend.hgetall(PENDING), what="sweep done", until=lambda p: not p
+    )
+    assert await h.ledger.swept() == {"uact": 1_500_000, "uakt": 14_992_500}
