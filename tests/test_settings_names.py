@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from akbalance.service import SPEC as BALANCE
 from akbidengine.service import SPEC as BIDENGINE
 from akchainsvc.service import SPEC as CHAIN
 from akcluster.service import SPEC as CLUSTER
@@ -12,7 +13,7 @@ from akmanifest.service import SPEC as MANIFEST
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
 
-SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE, MANIFEST, GATEWAY]
+SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE, MANIFEST, GATEWAY, BALANCE]
 
 
 def test_no_two_services_declare_one_name_differently() -> None:

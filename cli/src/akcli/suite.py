@@ -67,8 +67,11 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
         dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
         grpc_port=GRPC_PORT,
+        balance_env={"AP_LEASE_FUNDS_MONITOR_INTERVAL": "1m", "AP_WITHDRAWAL_PERIOD": "5m"},
     )  # fmt: skip
-    typer.echo("starting kubesim, the relay, the cluster, bid engine, manifest and gateway…")
+    typer.echo(
+        "starting kubesim, the relay, the cluster, bid engine, balance, manifest and gateway…"
+    )
     provider.start()
     processes += list(provider.processes.values())
     simulate = ["simulate", "--home", str(devnet.home), "--sdl-dir", str(TEMPLATES)]
@@ -117,6 +120,7 @@ The provider suite is running (Ctrl-C stops everything).
   cluster          {provider.cluster().health_url}/readyz   (/metrics: provider_inventory_*)
   bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
   manifest         {provider.manifest.health_url}/readyz
+  balance          {provider.balance.health_url}/readyz   (/metrics: provider_balance_*)
   gateway          {provider.gateway.url}/status   (the tenants' API, mTLS)
   gRPC             {provider.gateway.grpc_target}   (akash.provider.v1.ProviderRPC, TLS, reflection)
   dashboard        {provider.gateway.dashboard_url}/?token={provider.gateway.dashboard_token}

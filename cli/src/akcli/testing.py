@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from akbalance.testing import BalanceProcess
 from akbidengine.testing import BidEngineProcess
 from akbus import Bus
 from akchainsvc.testing import RelayProcess
@@ -72,6 +73,7 @@ class Provider:
     cluster_env: dict[str, str] = field(default_factory=dict)
     manifest_env: dict[str, str] = field(default_factory=dict)
     gateway_env: dict[str, str] = field(default_factory=dict)
+    balance_env: dict[str, str] | None = None  # None: no balance service
     gateway_port: int | None = None  # default: a free port
     dashboard_port: int | None = None  # default: a free port
     dashboard_token: str = "dashboard-test-token"  # noqa: S105 - tests'; the suite makes one
@@ -120,6 +122,14 @@ class Provider:
             log_path=self.tmp / "bidengine.log",
             extra_env={**self.scales, **self.bidengine_env},
         )
+        if self.balance_env is not None:
+            self.processes["balance"] = BalanceProcess(
+                redis_url=self.redis_url,
+                api=self.devnet.lcd_url,
+                node=self.devnet.rpc_url,
+                log_path=self.tmp / "balance.log",
+                extra_env=self.balance_env,
+            )
         self.processes["manifest"] = ManifestProcess(
             redis_url=self.redis_url,
             api=self.devnet.lcd_url,
@@ -166,6 +176,11 @@ class Provider:
     @property
     def bidengine(self) -> BidEngineProcess:
         process: BidEngineProcess = self.processes["bidengine"]
+        return process
+
+    @property
+    def balance(self) -> BalanceProcess:
+        process: BalanceProcess = self.processes["balance"]
         return process
 
     @property

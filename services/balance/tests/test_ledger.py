@@ -3,6 +3,7 @@ check decides and publishes, results, restarts, sweeps."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -272,3 +273,15 @@ async def test_a_sweep_sends_exactly_the_excess_once_at_a_time(harness: Harness)
         lambda: h.bus.backend.hgetall(PENDING), what="sweep done", until=lambda p: not p
     )
     assert await h.ledger.swept() == {"uact": 1_500_000, "uakt": 14_992_500}
+
+
+async def test_results_counted_at_once_never_count_a_unit_twice(harness: Harness) -> None:
+    h = harness
+    name = str(lease(1))
+    # two withdrawals' results read the chain's total (400, then 450) and count concurrently
+    added = await asyncio.gather(
+        *(h.ledger._count(name, "uact", total) for total in (400, 450, 450))
+    )
+    assert sum(added) == 450
+    assert await h.ledger.earned() == {"uact": 450}
+    assert await h.ledger._count(name, "uact", 450) == 0  # a redelivery adds nothing

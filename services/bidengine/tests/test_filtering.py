@@ -281,3 +281,14 @@ def test_corpus_gpu_group_screened_against_gpu_provider() -> None:
     assert codes(spec) == ["attributes_mismatch", "storage_capability"]
     no_gpu = facts(attributes=tuple(a for a in provider.attributes if "gpu" not in a.key))
     assert codes(spec, no_gpu) == ["gpu_capability"]
+
+
+def test_no_bids_while_the_balance_is_below_the_minimum() -> None:
+    reasons = screen(group(), OWNER, facts(low_balance=("uakt",)), TenantPolicy())
+    assert [(r.code, r.message) for r in reasons] == [
+        (
+            "balance_below_minimum",
+            "the provider's balance of uakt is below AP_MINIMUM_BALANCE: no bids until it is "
+            "topped up",
+        )
+    ]

@@ -18,10 +18,11 @@ from akgateway.domain.certificates import (
     presented,
     read_provider_pem,
 )
+from akgateway.domain.overview import earnings
 from akgateway.domain.status import legacy_status
 from akgateway.errors import BadRequest, CertificateFileError, CertificateRefused
 from akgateway.testing import make_certificate
-from aktypes.events import BidEngineStatus, Envelope, ManifestRejected
+from aktypes.events import BalanceStatus, BidEngineStatus, Envelope, ManifestRejected
 from aktypes.ids import DeploymentID
 from aktypes.testing import address
 
@@ -124,3 +125,23 @@ def test_status_reports_missing_and_stale_services_as_errors() -> None:
     assert old["bidengine"] is None
     assert old["cluster_public_hostname"] == "h"
     assert any(e.startswith("bidengine: last status is 120s old") for e in old["errors"])
+
+
+def test_the_dashboard_shows_the_balance_services_figures_line_by_line() -> None:
+    status = BalanceStatus(
+        leases=3,
+        earned={"uact": 1_250_000},
+        swept={"uakt": 7_000_000},
+        balances={"uakt": 4_000_000, "uact": 250_000},
+        below_minimum=["uakt"],
+    )
+    envelope = Envelope[BalanceStatus](producer="balance", payload=status)
+    assert earnings(envelope) == {
+        "leases watched": 3,
+        "earned uact": 1_250_000,
+        "swept uakt": 7_000_000,
+        "balance uact": 250_000,
+        "balance uakt": 4_000_000,
+        "below AP_MINIMUM_BALANCE": "uakt",
+    }
+    assert earnings(None) is None

@@ -5,7 +5,7 @@ Keys (all ``akbalance:*``):
 - ``leases``    hash  lease → ``{"next_periodic": t, "added": t}`` (epoch seconds)
 - ``due``       zset  lease → when to look at its escrow next
 - ``pending``   hash  transaction key → what it carries (leases, reason, next checks)
-- ``withdrawn`` hash  lease → ``denom:amount``, the chain's total paid to us, as last read
+- ``withdrawn:<lease>``  ``denom:amount``, the chain's total paid to us, as last counted
 - ``earned``    hash  denom → the sum of what our withdrawals collected
 - ``sweeps``    hash  denom → the sum swept to the cold address
 
@@ -270,25 +270,18 @@ class Ledger:
             await self._sweep_result(msg, key, pending, failure)
             return
         leases: list[str] = pending["leases"]
-        totals = await self.bus.backend.hgetall(WITHDRAWN)
-        collected: dict[str, tuple[str, int]] = {}
+        gained: dict[str, int] = {}
         if committed:
             for lease in leases:
                 paid = await self.chain.withdrawn(LeaseID.parse(lease))
                 if paid is not None:
-                    collected[lease] = paid
+                    gained[lease] = await self._count(lease, *paid)
         now = self.now()
         monitored = await self.bus.backend.hgetall(LEASES)
 
         async def write(tx: BusTx) -> None:
             tx.state.hdel(PENDING, key)
             for lease in leases:
-                if lease in collected:
-                    denom, amount = collected[lease]
-                    before = _amount(totals.get(lease), denom)
-                    tx.state.hset(WITHDRAWN, {lease: f"{denom}:{amount}"})
-                    if amount > before:
-                        tx.state.hincrby(EARNED, denom, amount - before)
                 if lease in monitored:
                     at = float(pending["next"][lease]) if committed else now + self.retry_s
                     tx.state.zadd(DUE, {lease: at})
@@ -296,10 +289,6 @@ class Ledger:
         await msg.apply_once(write)
         if committed:
             metrics.WITHDRAWALS.labels("committed").inc(len(leases))
-            gained = {
-                lease: amount - _amount(totals.get(lease), denom)
-                for lease, (denom, amount) in collected.items()
-            }
             log.info("withdrawal %s committed at height %s: %s", key, height, gained)
         else:
             metrics.WITHDRAWALS.labels("failed").inc(len(leases))
@@ -307,6 +296,24 @@ class Ledger:
             log.warning(
                 "%s; the leases are looked at again in %.0fs", self.last_error, self.retry_s
             )
+
+    async def _count(self, lease: str, denom: str, total: int) -> int:
+        """Count what the chain has paid for ``lease`` beyond what was counted (``total``:
+        the payment's withdrawn sum); what that added. Guarded, so results handled at once
+        or again never count a unit twice."""
+        key = WITHDRAWN + ":" + lease
+        while True:
+            seen = await self.bus.backend.get(key)
+            before = _amount(seen, denom)
+            if total <= before:
+                return 0
+
+            async def write(tx: BusTx, before: int = before) -> None:
+                tx.state.set(key, f"{denom}:{total}")
+                tx.state.hincrby(EARNED, denom, total - before)
+
+            if await self.bus.apply_if(key, seen, write):
+                return total - before
 
     # -- sweep ------------------------------------------------------------------------------
     async def sweep(

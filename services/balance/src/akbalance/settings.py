@@ -49,7 +49,7 @@ class BalanceSettings(BaseSettings):
     )
     lease_funds_monitor_interval: Duration = Field(
         default=600.0,
-        ge=60,
+        ge=1,  # Akash: 1m at least; shorter intervals are for test chains
         le=86400,
         description="look at each lease's escrow at least this often",
     )
@@ -92,7 +92,7 @@ class BalanceSettings(BaseSettings):
     )
     sweep_interval: Duration = Field(default=3600.0, gt=0, description="look for excess this often")
     bid_deposit: str = Field(
-        default="500000uact", description="the bid engine's deposit per bid (kept for open bids)"
+        default="500000uakt", description="the bid engine's deposit per bid (kept for open bids)"
     )
     gas: int = Field(default=300_000, ge=50_000, description="the relay's gas per message")
     gas_prices: str = Field(default="0.025uakt", description="the relay's fee per unit of gas")

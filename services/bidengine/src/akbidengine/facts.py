@@ -9,6 +9,7 @@ those events with the wrong types and only sees changes after a restart.)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from akbidengine.adapters.chain import ChainQueries
@@ -27,10 +28,13 @@ class Facts:
         self._current: ProviderFacts | None = None
         self._stale = asyncio.Event()
         self.error = ""
+        self.low_balance: tuple[str, ...] = ()  # set from the balance service's status
 
     def current(self) -> ProviderFacts:
         if self._current is None:
             raise ChainUnavailable("the provider's attributes have not been read yet")
+        if self.low_balance:
+            return dataclasses.replace(self._current, low_balance=self.low_balance)
         return self._current
 
     async def refresh(self) -> ProviderFacts:

@@ -12,6 +12,7 @@ restarted engine resumes each one where it was.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import uuid
 from typing import Any
@@ -33,6 +34,7 @@ from akchain.lcd import LCDClient
 from akservice import Runtime, ServiceSpec
 from aktypes.events import (
     AuditorAttributesChanged,
+    BalanceStatus,
     BidClosed,
     BidEngineStatus,
     Envelope,
@@ -47,6 +49,7 @@ from aktypes.events import (
 from aktypes.events.streams import BIDENGINE_COMMANDS, CHAIN_EVENTS, CHAIN_RESULTS
 
 log = logging.getLogger("akbidengine")
+BALANCE_STATUS_MAX_AGE_S = 60.0
 
 
 def order_of(envelope: Envelope[Any]) -> str | None:
@@ -85,6 +88,29 @@ async def publish_status(rt: Runtime[BidSettings]) -> None:
             metrics.ORDERS.set(active)
             await rt.bus.publish_status("bidengine", BidEngineStatus(orders=active))
         if not await rt.sleep(rt.settings.bidengine_status_interval):
+            return
+
+
+async def watch_balance(rt: Runtime[BidSettings], facts: Facts) -> None:
+    """Follow the balance service's status: below ``AP_MINIMUM_BALANCE``, no bids. A status
+    older than a minute (the balance service stopped) no longer holds bidding back."""
+    while True:
+        with contextlib.suppress(ConnectionLost):
+            found = await rt.bus.status("balance")
+            low: tuple[str, ...] = ()
+            if found is not None and isinstance(found.payload, BalanceStatus):
+                age = (dt.datetime.now(dt.UTC) - found.time).total_seconds()
+                low = tuple(found.payload.below_minimum) if age < BALANCE_STATUS_MAX_AGE_S else ()
+            if low and not facts.low_balance:
+                log.warning(
+                    "the provider's balance of %s is below AP_MINIMUM_BALANCE: no new bids "
+                    "until it is topped up",
+                    ", ".join(low),
+                )
+            elif facts.low_balance and not low:
+                log.info("the provider's balance is above AP_MINIMUM_BALANCE again: bidding")
+            facts.low_balance = low
+        if not await rt.sleep(2.0):
             return
 
 
@@ -147,6 +173,7 @@ async def start(rt: Runtime[BidSettings]) -> None:
         "catch-up",
     )
     rt.supervise(publish_status(rt), "status")
+    rt.supervise(watch_balance(rt, facts), "balance")
 
 
 SPEC = ServiceSpec(

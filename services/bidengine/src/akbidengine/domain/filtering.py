@@ -65,6 +65,9 @@ class ProviderFacts:
     """Attributes an order must ask for (operator configuration)."""
     audited: Mapping[str, tuple[Attribute, ...]] = field(default_factory=dict)
     """Auditor address -> attributes that auditor signed for this provider."""
+    low_balance: tuple[str, ...] = ()
+    """Denoms of the provider's balance below ``AP_MINIMUM_BALANCE`` (the balance service's
+    status): no bids until it is topped up."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,14 @@ def screen(
     reasons += _volumes(group, max_volumes)
     reasons += _auditors(group, facts.audited)
     reasons += [DeclineReason(code="invalid_group", message=p) for p in group.problems()]
+    if facts.low_balance:
+        reasons.append(
+            DeclineReason(
+                code="balance_below_minimum",
+                message=f"the provider's balance of {', '.join(facts.low_balance)} is below "
+                "AP_MINIMUM_BALANCE: no bids until it is topped up",
+            )
+        )
     return reasons
 
 

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aktypes.events import ClusterStatus, Envelope
+from aktypes.events import BalanceStatus, ClusterStatus, Envelope
 from aktypes.events.cluster import ResourceTotals
 
 STALE_S = 30.0
@@ -51,6 +51,22 @@ def _service(envelope: Envelope[Any] | None, now: dt.datetime) -> dict[str, Any]
     }
 
 
+def earnings(envelope: Envelope[Any] | None) -> dict[str, Any] | None:
+    """The balance service's figures, one line each (None: it has not reported)."""
+    if envelope is None or not isinstance(envelope.payload, BalanceStatus):
+        return None
+    status = envelope.payload
+    figures: dict[str, Any] = {"leases watched": status.leases}
+    figures |= {f"earned {d}": n for d, n in sorted(status.earned.items())}
+    figures |= {f"swept {d}": n for d, n in sorted(status.swept.items())}
+    figures |= {f"balance {d}": n for d, n in sorted(status.balances.items())}
+    if status.below_minimum:
+        figures["below AP_MINIMUM_BALANCE"] = ", ".join(status.below_minimum)
+    if status.last_error:
+        figures["last error"] = status.last_error
+    return figures
+
+
 def dashboard_view(
     statuses: Mapping[str, Envelope[Any] | None],
     overview: Mapping[str, Any],
@@ -80,7 +96,7 @@ def dashboard_view(
         "nodes": nodes,
         "totals": totals,
         "capacity": list(capacity),
-        "earnings": _service(balance, now)["figures"] if balance is not None else None,
+        "earnings": earnings(balance),
         "orders": overview.get("orders", []),
         "leases": overview.get("leases", []),
         "events": overview.get("events", []),
