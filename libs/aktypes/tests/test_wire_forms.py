@@ -1286,6 +1286,7 @@ def test_wire_forms_are_pinned() -> None:
                     "leases": 2,
                     "last_error": "",
                     "earned": {"uact": 1250000},
+                    "unpaid": {"uact": 30000},
                     "swept": {"uact": 1000000},
                     "balances": {"uakt": 5000000, "uact": 250000},
                     "below_minimum": ["uakt"],

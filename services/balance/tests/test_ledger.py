@@ -161,6 +161,7 @@ async def test_a_healthy_lease_is_withdrawn_at_the_period_and_a_small_one_skippe
     h.chain.views[str(lease(2))] = escrow(balance=10**9, blocks=50)  # 500uact: below 1,000
     assert await h.ledger.check_due() == 2
     assert await h.published(CHAIN_TX) == []  # nothing due yet: the period is an hour
+    assert await h.ledger.unpaid() == {"uact": 5000 + 500}  # owed as of the check
     assert set((await h.due()).values()) == {10_000.0 + 600}
     h.now[0] = 10_000.0 + 3600
     with caplog.at_level(logging.INFO, logger="akbalance"):

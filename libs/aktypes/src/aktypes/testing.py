@@ -338,6 +338,7 @@ def example_payloads() -> list[ev.Payload]:
         ev.BalanceStatus(
             leases=2,
             earned={"uact": 1_250_000},
+            unpaid={"uact": 30_000},
             swept={"uact": 1_000_000},
             balances={"uakt": 5_000_000, "uact": 250_000},
             below_minimum=["uakt"],

@@ -2,7 +2,7 @@
 
 Keys (all ``akbalance:*``):
 
-- ``leases``    hash  lease → ``{"next_periodic": t, "added": t}`` (epoch seconds)
+- ``leases``    hash  lease → ``{"next_periodic": t, "added": t, "unpaid": [denom, n]}``
 - ``due``       zset  lease → when to look at its escrow next
 - ``pending``   hash  transaction key → what it carries (leases, reason, next checks)
 - ``withdrawn:<lease>``  ``denom:amount``, the chain's total paid to us, as last counted
@@ -124,6 +124,16 @@ class Ledger:
     async def count(self) -> int:
         return len(await self.bus.backend.hgetall(LEASES))
 
+    async def unpaid(self) -> dict[str, int]:
+        """What the watched leases owe the provider, per denom, as of each one's last check
+        (an estimate: the chain settles it on withdrawal)."""
+        owed: dict[str, int] = {}
+        for raw in (await self.bus.backend.hgetall(LEASES)).values():
+            denom, amount = json.loads(raw).get("unpaid") or ("", 0)
+            if denom:
+                owed[denom] = owed.get(denom, 0) + int(amount)
+        return owed
+
     # -- checks -----------------------------------------------------------------------------
     async def check_due(self) -> int:
         """Look at every lease whose check is due; how many."""
@@ -164,6 +174,7 @@ class Ledger:
             )
             record["next_periodic"] = decision.next_periodic
             record["checked"] = now
+            record["unpaid"] = [view.denom, view.pending().truncate()]  # as of this check
             if decision.skipped:
                 metrics.SKIPPED.inc()
                 log.info("periodic withdrawal from %s skipped: %s", lease, decision.skipped)
@@ -285,6 +296,10 @@ class Ledger:
                 if lease in monitored:
                     at = float(pending["next"][lease]) if committed else now + self.retry_s
                     tx.state.zadd(DUE, {lease: at})
+                    if committed:  # collected: nothing unpaid as of now
+                        record = json.loads(monitored[lease])
+                        record.pop("unpaid", None)
+                        tx.state.hset(LEASES, {lease: json.dumps(record)})
 
         await msg.apply_once(write)
         if committed:

@@ -105,6 +105,7 @@ class Status:
             leases=leases,
             last_error=ledger.last_error,
             earned=earned,
+            unpaid=await ledger.unpaid(),
             swept=swept,
             balances=balances,
             below_minimum=sorted(self.low),

@@ -67,14 +67,15 @@ class ManifestStatus(Payload):
 
 
 class BalanceStatus(Payload):
-    """The balance service's retained status: monitored leases, what withdrawals collected
-    and sweeps sent (per denom, since the service's state began), the provider account's
-    balances, and the denoms below ``AP_MINIMUM_BALANCE``."""
+    """The balance service's retained status: monitored leases, what withdrawals collected,
+    what the leases still owe and what sweeps sent (per denom, since the service's state
+    began), the provider account's balances, and the denoms below ``AP_MINIMUM_BALANCE``."""
 
     type: Literal["balance.status"] = "balance.status"
     leases: Count
     last_error: str = ""
     earned: dict[str, Count] = Field(default_factory=dict)
+    unpaid: dict[str, Count] = Field(default_factory=dict)  # owed as of each lease's last check
     swept: dict[str, Count] = Field(default_factory=dict)
     balances: dict[str, Count] = Field(default_factory=dict)
     below_minimum: list[str] = Field(default_factory=list)

@@ -58,6 +58,7 @@ def earnings(envelope: Envelope[Any] | None) -> dict[str, Any] | None:
     status = envelope.payload
     figures: dict[str, Any] = {"leases watched": status.leases}
     figures |= {f"earned {d}": n for d, n in sorted(status.earned.items())}
+    figures |= {f"unpaid {d}": n for d, n in sorted(status.unpaid.items())}
     figures |= {f"swept {d}": n for d, n in sorted(status.swept.items())}
     figures |= {f"balance {d}": n for d, n in sorted(status.balances.items())}
     if status.below_minimum:
