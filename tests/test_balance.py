@@ -9,9 +9,12 @@ looks at each lease every 2 s and withdraws every 3 s; a periodic withdrawal of 
 
 from __future__ import annotations
 
+import collections
+import datetime as dt
 import json
 import re
 import tempfile
+import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from akbus import Bus, RedisSettings
+from akbalance.ledger import DUE, LEASES
+from akbus import Bus, BusTx, RedisSettings
 from akbus.embedded import EmbeddedRedis
 from akcli.testing import DSEQS, Provider, certified, flow, frozen, leased, sdl
 from akdevnet.testing import DevnetClients, DevnetProcess
@@ -341,3 +345,41 @@ async def test_below_the_minimum_balance_no_bids_are_placed_and_a_warning_says_w
     assert [r.code for r in decline.reasons] == ["balance_below_minimum"]
     assert await tenant.bids(deployment.dseq, provider=provider) == []
     assert "is below AP_MINIMUM_BALANCE" in suite.balance.log()
+
+
+async def test_a_thousand_leases_recovered_at_a_restart_are_checked_over_the_window(
+    suite: Provider, bus: Bus
+) -> None:
+    suite.balance.stop()
+    provider = suite.devnet.signer("provider").address
+    gone = {  # watched before the stop, closed on chain meanwhile: each check drops one
+        str(LeaseID(owner=address(5), dseq=n, gseq=1, oseq=1, provider=provider))
+        for n in range(1, 1001)
+    }
+    now = time.time()
+
+    async def seed(tx: BusTx) -> None:  # every check came due while the service was down
+        tx.state.hset(
+            LEASES, {n: json.dumps({"added": 0, "next_periodic": now + 3600}) for n in gone}
+        )
+        tx.state.zadd(DUE, {n: now - 600 + i * 0.1 for i, n in enumerate(sorted(gone))})
+
+    await bus.transact(seed)
+    suite.balance.env["AP_RECOVERY_WINDOW"] = "10s"
+    suite.balance.start()
+    started = time.time()
+    await eventually(
+        lambda: bus.backend.zrangebyscore(DUE, 0, float("inf")),
+        timeout_s=60,
+        what="every recovered lease checked",
+        until=lambda left: not {n for n, _ in left} & gone,
+    )
+    checked = [
+        dt.datetime.fromisoformat(line["timestamp"]).timestamp()
+        for line in map(json.loads, suite.balance.log().splitlines()[-5000:])
+        if "is not active any more" in line.get("event", "") and line["event"].split()[1] in gone
+    ]
+    assert len(checked) == 1000
+    assert min(checked) >= started - 1 and max(checked) - min(checked) >= 8  # over the window
+    per_second = collections.Counter(int(t - min(checked)) for t in checked)
+    assert max(per_second.values()) <= 250  # about 100 a second; never the 1,000 at once
