@@ -11,6 +11,9 @@ SKIPPED = Counter(
     "provider_balance_withdrawals_skipped", "Periodic withdrawals not worth their fee or minimum"
 )
 EARNED = Gauge("provider_balance_earned", "Collected by withdrawals, per denom", ["denom"])
+UNPAID = Gauge(
+    "provider_balance_unpaid", "Owed by the watched leases as of their last check", ["denom"]
+)
 SWEPT = Gauge("provider_balance_swept", "Sent to the cold address, per denom", ["denom"])
 BALANCE = Gauge("provider_balance_account", "The provider account's balance, per denom", ["denom"])
 BELOW_MINIMUM = Gauge(

@@ -99,13 +99,16 @@ class Status:
             metrics.EARNED.labels(denom).set(amount)
         for denom, amount in swept.items():
             metrics.SWEPT.labels(denom).set(amount)
+        unpaid = await ledger.unpaid()
+        for denom, amount in unpaid.items():
+            metrics.UNPAID.labels(denom).set(amount)
         leases = await ledger.count()
         metrics.LEASES.set(leases)
         status = BalanceStatus(
             leases=leases,
             last_error=ledger.last_error,
             earned=earned,
-            unpaid=await ledger.unpaid(),
+            unpaid=unpaid,
             swept=swept,
             balances=balances,
             below_minimum=sorted(self.low),
