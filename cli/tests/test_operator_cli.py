@@ -358,3 +358,23 @@ def next_line(lines: queue.Queue[str], timeout_s: float) -> str:
         return lines.get(timeout=timeout_s)
     except queue.Empty:
         raise AssertionError(f"no line within {timeout_s}s") from None
+
+
+def test_status_shows_the_balance_services_earnings_and_a_low_balance(redis_url: str) -> None:
+    publish_status(
+        redis_url,
+        "balance",
+        ev.BalanceStatus(
+            leases=3,
+            earned={"uact": 1_250_000},
+            unpaid={"uact": 30_000},
+            swept={"uakt": 7_000_000},
+            below_minimum=["uakt"],
+        ),
+    )
+    balance = service_row(invoke(redis_url, "status"), "balance")
+    assert "ok" in balance
+    assert (
+        "leases 3, earned 1250000uact, unpaid 30000uact, swept 7000000uakt, "
+        "below AP_MINIMUM_BALANCE: uakt" in balance
+    )

@@ -116,7 +116,17 @@ def figures(payload: Payload) -> str:
         case ManifestStatus(deployments=deployments):
             return f"deployments {deployments}"
         case BalanceStatus(leases=leases, last_error=error):
-            return f"leases {leases}" + (f", last error: {error}" if error else "")
+            text = f"leases {leases}"
+            for label, amounts in (
+                ("earned", payload.earned),
+                ("unpaid", payload.unpaid),
+                ("swept", payload.swept),
+            ):
+                if amounts:
+                    text += f", {label} " + " ".join(f"{n}{d}" for d, n in sorted(amounts.items()))
+            if payload.below_minimum:
+                text += f", below AP_MINIMUM_BALANCE: {', '.join(payload.below_minimum)}"
+            return text + (f", last error: {error}" if error else "")
     return str(getattr(payload, "type", type(payload).__name__))
 
 
