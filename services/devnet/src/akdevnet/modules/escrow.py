@@ -1,10 +1,14 @@
 """Escrow: deployment and bid deposits, lease payments, lazy settlement, overdraft.
 
-As on Akash, nothing happens per block: a payment accrues ``rate`` per block since the
-account's ``settled_at`` and is settled only when a message touches it (lease creation,
-withdrawal, a close). Settlement draws from the deposits oldest first; when they run out
-the account and its payments become ``overdrawn`` and the account-closed hooks close the
-deployment and its leases with ``insufficient_funds``. Providers are paid 100%.
+Follows Akash's ``x/escrow`` keeper (node v2). Nothing happens per block: a settlement
+charges each open payment ``rate × (height - settled_at)``, truncated to whole units (the
+fraction is neither charged nor paid), and runs only when a message touches the account
+(lease creation, withdrawal, a close). Payments are charged one after the other in key
+order, each from the deposits oldest first; when the deposits run out the account and every
+payment it settled become ``overdrawn``, the providers are paid what was drawn, and the
+account-closed hooks close the deployment and its leases with ``insufficient_funds``.
+Providers are paid 100% (no take rate). ``docs/chain.md`` ("Escrow") lists where this
+differs from Akash.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from akdevnet.context import ESCROW_MODULE, Ctx, dec_coin
-from akdevnet.errors import fail, unregistered
+from akdevnet.errors import TxFailure, fail, unregistered
 from akdevnet.modules import bank
 from akdevnet.store import Doc
 from aktypes.coin import Dec
@@ -262,17 +266,29 @@ def _save(ctx: Ctx, settlement: Settlement) -> None:
 
 
 def withdraw(ctx: Ctx, account: Doc, payment: Doc) -> bool:
-    """Settle and pay the provider what it has earned; False when the account is overdrawn."""
+    """Settle and pay the provider what it has earned; False when the account is overdrawn.
+
+    As on Akash, a withdrawal from an account already settled in this block (an earlier
+    message of the block touched it) finds no payment to pay, and the transaction fails
+    with the panic Akash's keeper raises (akash-network/support#414).
+    """
     if payment["state"]["state"] != "open":
         raise _error(PAYMENT_CLOSED)
     settlement = settle(ctx, account)
     if not settlement.overdrawn:
-        mine = _same(settlement.payments, payment) or payment
+        mine = _same(settlement.payments, payment)
+        if mine is None:
+            raise _payment_not_settled(payment)
         _pay_out(ctx, mine)
-        if mine is payment:
-            settlement.payments.append(payment)
     _save(ctx, settlement)
     return not settlement.overdrawn
+
+
+def _payment_not_settled(payment: Doc) -> TxFailure:
+    """The recovered panic of Akash's ``PaymentWithdraw`` (codespace ``undefined``, 111222)."""
+    ident = payment["id"]
+    text = f'aid:<scope:{ident["aid"]["scope"]} xid:"{ident["aid"]["xid"]}" > xid:"{ident["xid"]}"'
+    return TxFailure("undefined", 111222, f"recovered: couldn't find payment {text}: panic")
 
 
 def close_payment(ctx: Ctx, account: Doc, payment: Doc) -> None:
