@@ -286,3 +286,26 @@ async def test_results_counted_at_once_never_count_a_unit_twice(harness: Harness
     assert sum(added) == 450
     assert await h.ledger.earned() == {"uact": 450}
     assert await h.ledger._count(name, "uact", 450) == 0  # a redelivery adds nothing
+
+
+async def test_one_deployments_leases_are_withdrawn_one_at_a_time(harness: Harness) -> None:
+    """Akash fails a withdrawal from an escrow already settled in the same block
+    (support#414): two groups of one deployment never share a transaction or a block."""
+    h = harness
+    first, second = lease(7), lease(7).model_copy(update={"gseq": 2})
+    await watch(h, first, second)
+    for lease_id in (first, second):
+        h.chain.views[str(lease_id)] = escrow(balance=0, blocks=10)
+    await h.ledger.check_due()
+    [command] = await h.published(CHAIN_TX)
+    assert len(command.msgs) == 1
+    [other] = {first, second} - {command.msgs[0].lease_id}
+    h.now[0] += 5
+    await h.ledger.check_due()  # still in flight: the other waits
+    assert len(await h.published(CHAIN_TX)) == 1
+    await h.bus.publish(CHAIN_RESULTS, TxCommitted(key=command.key, tx_hash="AB" * 32, height=1011))
+    await eventually(lambda: h.bus.backend.hgetall(PENDING), what="result", until=lambda p: not p)
+    h.now[0] += 15  # looked at again two blocks (of 6 s) later
+    await h.ledger.check_due()
+    later = await h.published(CHAIN_TX)
+    assert [c.msgs for c in later[1:]] == [[WithdrawLease(lease_id=other)]]

@@ -149,12 +149,17 @@ class Ledger:
         self.clock.saw(tip)
         records = await self.bus.backend.hgetall(LEASES)
         withdrawals: list[tuple[str, Decision, Dec, str]] = []
+        settling = await self._settling()
         for lease in due:
             raw = records.get(lease)
             if raw is None:  # no longer monitored
                 await self._drop(lease)
                 continue
             record = json.loads(raw)
+            deployment = _deployment(lease)
+            if deployment in settling:  # another lease of it is being withdrawn: next block
+                await self._later([lease], now + max(2 * self.clock.block_time, 1.0), "")
+                continue
             metrics.CHECKS.inc()
             try:
                 view = await self.chain.escrow(LeaseID.parse(lease), tip.height)
@@ -183,6 +188,7 @@ class Ledger:
             else:
                 records[lease] = json.dumps(record)
                 withdrawals.append((lease, decision, view.remaining, view.denom))
+                settling.add(deployment)
         for start in range(0, len(withdrawals), self.batch):
             await self._withdraw(withdrawals[start : start + self.batch], records, tip.height)
         return len(due)
@@ -240,9 +246,20 @@ class Ledger:
 
         await self.bus.transact(write)
 
+    async def _settling(self) -> set[str]:
+        """Deployments with a withdrawal in flight. Akash fails a withdrawal from a
+        deployment whose escrow was already settled in the same block (support#414), so a
+        deployment's leases are withdrawn one at a time, never in one transaction."""
+        found: set[str] = set()
+        for key, raw in (await self.bus.backend.hgetall(PENDING)).items():
+            if key.startswith(WITHDRAW_PREFIX):
+                found |= {_deployment(lease) for lease in json.loads(raw)["leases"]}
+        return found
+
     async def _later(self, leases: Sequence[str], at: float, error: str) -> None:
-        self.last_error = error
-        log.warning("lease checks postponed: %s", error)
+        if error:
+            self.last_error = error
+            log.warning("lease checks postponed: %s", error)
 
         async def write(tx: BusTx) -> None:
             tx.state.zadd(DUE, dict.fromkeys(leases, at))
@@ -396,6 +413,12 @@ class Ledger:
 
     async def pending_count(self) -> int:
         return len(await self.bus.backend.hgetall(PENDING))
+
+
+def _deployment(lease: str) -> str:
+    """``owner/dseq`` of a lease id."""
+    owner, dseq, *_ = lease.split("/")
+    return f"{owner}/{dseq}"
 
 
 def _amount(text: str | None, denom: str) -> int:
