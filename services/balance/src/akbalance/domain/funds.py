@@ -57,8 +57,9 @@ class EscrowView:
         return self.remaining.quo(self.rate).truncate()
 
     def pending(self) -> Dec:
-        """What a withdrawal now would pay us: the settled balance plus our share of the
-        blocks since, no more than the account can pay."""
+        """What a withdrawal now would pay us (an estimate): the settled balance plus our
+        share of the blocks since; when the account cannot pay every lease, a share of what
+        is left in proportion to our rate (the chain pays leases in key order instead)."""
         accrued = self.lease_rate * self.blocks_since
         if self.remaining.is_negative() and self.rate.is_positive():
             accrued = max(self.balance, Dec(0)) * self.lease_rate.quo(self.rate)
