@@ -1547,3 +1547,32 @@ def test_discovery(k8s: client.ApiClient) -> None:
     version = client.VersionApi(k8s).get_code()
     assert (version.major, version.minor) == ("1", "32")
     assert version.git_version == "v1.32.0"
+
+
+def test_a_claim_without_a_class_gets_the_default_storage_class(
+    k8s: client.ApiClient, ns: str
+) -> None:
+    core, storage = client.CoreV1Api(k8s), client.StorageV1Api(k8s)
+    storage.create_storage_class(
+        {
+            "metadata": {
+                "name": "standard-default",
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+            },
+            "provisioner": "kubesim.io/local",
+        }
+    )
+    try:
+
+        def claim(name: str, **cls: str) -> dict[str, Any]:
+            spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+            return {"metadata": {"name": name}, "spec": spec | cls}
+
+        made = core.create_namespaced_persistent_volume_claim(ns, claim("plain"))
+        assert made.spec.storage_class_name == "standard-default"
+        explicit = core.create_namespaced_persistent_volume_claim(
+            ns, claim("none", storageClassName="")
+        )
+        assert explicit.spec.storage_class_name == ""  # "": no class, on purpose
+    finally:
+        storage.delete_storage_class("standard-default")

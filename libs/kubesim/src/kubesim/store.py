@@ -37,6 +37,9 @@ ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped o
 NAMESPACES: StoreKey = ("", "namespaces")
 CRDS: StoreKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICES: StoreKey = ("", "services")
+PVCS: StoreKey = ("", "persistentvolumeclaims")
+STORAGE_CLASSES: StoreKey = ("storage.k8s.io", "storageclasses")
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 MAX_OBJECT = 3 * 2**19  # 1.5 MiB: what etcd takes in one request
 # generated names come from a generator of their own: the process's global one is its
 # users' (a test's seeded or property-based draws must not see kubesim's threads use it)
@@ -519,6 +522,22 @@ class Store:
         self._commit(rtype, key, new, old)
         return clone(new)
 
+    def _default_storage_class(self, pvc: dict[str, Any]) -> None:
+        """The DefaultStorageClass admission: a new claim that names no class gets the one
+        annotated ``storageclass.kubernetes.io/is-default-class: "true"`` (the newest, if
+        several are)."""
+        spec = pvc.setdefault("spec", {})
+        if spec.get("storageClassName") is not None:
+            return
+        marked = [
+            c
+            for c in self._objects.get(STORAGE_CLASSES, {}).values()
+            if (c["metadata"].get("annotations") or {}).get(DEFAULT_CLASS) == "true"
+        ]
+        if marked:
+            newest = max(marked, key=lambda c: c["metadata"].get("creationTimestamp", ""))
+            spec["storageClassName"] = newest["metadata"]["name"]
+
     def _prepare(
         self,
         rtype: ResourceType,
@@ -546,6 +565,8 @@ class Store:
                 )
         if rtype.store_key == NAMESPACES:
             obj.setdefault("status", {}).setdefault("phase", "Active")
+        if rtype.store_key == PVCS and old is None:
+            self._default_storage_class(obj)
         if rtype.store_key == SERVICES:
             uid = obj["metadata"].get("uid")
             others = [
