@@ -331,3 +331,10 @@ def test_help_lists_the_options() -> None:
     assert out.returncode == 0
     for option in ("--port", "--nodes", "--kubeconfig", "--kube-version", "--disable"):
         assert option in out.stdout
+
+
+def test_the_kubeconfig_names_the_server_as_its_clients_reach_it(tmp_path: Path) -> None:
+    """In a container network the server listens on 0.0.0.0 and is reached by its name."""
+    with KubeSimProcess(tmp_path, None, "--server-url", "http://kubesim:6443") as server:
+        text = server.kubeconfig.read_text()
+    assert "server: http://kubesim:6443" in text

@@ -32,6 +32,13 @@ def serve(
     kubeconfig: Annotated[
         Path | None, typer.Option(help="write a kubeconfig for the server here")
     ] = None,
+    server_url: Annotated[
+        str,
+        typer.Option(
+            help="the server's URL in that kubeconfig, when clients reach it by another name "
+            "(a container's: http://kubesim:6443); default: the address served"
+        ),
+    ] = "",
     kube_version: Annotated[
         str, typer.Option(help="Kubernetes version served and validated against")
     ] = "1.32",
@@ -64,6 +71,7 @@ def serve(
                     cluster, kube_version=kube_version, controllers=settings, host=host, port=port
                 ),
                 kubeconfig,
+                server_url,
             )
         )
     except KubeconfigError as exc:
@@ -91,7 +99,7 @@ def _check_kubeconfig(path: Path) -> None:
             )
 
 
-async def _serve(sim: KubeSim, kubeconfig: Path | None) -> None:
+async def _serve(sim: KubeSim, kubeconfig: Path | None, server_url: str = "") -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -101,7 +109,7 @@ async def _serve(sim: KubeSim, kubeconfig: Path | None) -> None:
     async with sim:
         if kubeconfig is not None:
             try:
-                sim.write_kubeconfig(kubeconfig)
+                sim.write_kubeconfig(kubeconfig, server_url)
             except OSError as exc:
                 raise KubeconfigError(
                     f"cannot write the kubeconfig {kubeconfig}: {exc.strerror or exc}"

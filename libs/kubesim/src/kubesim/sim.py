@@ -105,8 +105,10 @@ class KubeSim:
     ) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        return kubeconfig.write(path, self.url)
+    def write_kubeconfig(self, path: Path, server_url: str = "") -> Path:
+        """A kubeconfig for this server at ``path``; ``server_url`` when clients reach it
+        by another address than the one served."""
+        return kubeconfig.write(path, server_url or self.url)
 
     def _fault_changed(self) -> None:
         if self.faults.is_unavailable():
