@@ -4,6 +4,7 @@ check decides and publishes, results, restarts, sweeps."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -309,3 +310,40 @@ async def test_one_deployments_leases_are_withdrawn_one_at_a_time(harness: Harne
     await h.ledger.check_due()
     later = await h.published(CHAIN_TX)
     assert [c.msgs for c in later[1:]] == [[WithdrawLease(lease_id=other)]]
+
+
+async def test_two_replicas_never_check_one_lease_at_once(harness: Harness) -> None:
+    h = harness
+    other = Ledger(
+        bus=h.bus,
+        chain=h.chain,
+        policy=POLICY,
+        provider=PROVIDER,
+        batch=10,
+        retry_s=60.0,
+        recovery_window_s=60.0,
+        clock=BlockClock(6.0),
+        now=lambda: h.now[0],
+    )
+    leases = [lease(n) for n in range(1, 201)]
+    await watch(h, *leases)
+    for lease_id in leases:  # every one dry: each check would publish a withdrawal
+        h.chain.views[str(lease_id)] = escrow(balance=0, blocks=10)
+    await asyncio.gather(h.ledger.check_due(), other.check_due(), h.ledger.check_due())
+    looked = collections.Counter(name for name, _ in h.chain.looked_at)
+    assert set(looked) == {str(n) for n in leases} and set(looked.values()) == {1}
+    withdrawn = [m.lease_id for c in await h.published(CHAIN_TX) for m in c.msgs]
+    assert sorted(withdrawn, key=str) == sorted(leases, key=str)  # each exactly once
+
+
+async def test_a_lease_claimed_by_a_replica_that_died_is_checked_after_the_claim_lapses(
+    harness: Harness,
+) -> None:
+    h = harness
+    await watch(h, lease(1))
+    h.chain.views[str(lease(1))] = escrow(balance=10**9, blocks=1)
+    # a replica claims it, then dies before deciding anything
+    assert await h.ledger._claim(str(lease(1)), 10_000.0, h.now[0])
+    assert await h.ledger.check_due() == 0  # claimed: not due now
+    h.now[0] += 121  # the claim lapsed
+    assert await h.ledger.check_due() == 1

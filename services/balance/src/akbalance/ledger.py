@@ -4,6 +4,8 @@ Keys (all ``akbalance:*``):
 
 - ``leases``    hash  lease → ``{"next_periodic": t, "added": t, "unpaid": [denom, n]}``
 - ``due``       zset  lease → when to look at its escrow next
+- ``due:<lease>``     that time as written: a check claims the lease only while it is unchanged
+  (two replicas never check one lease at once)
 - ``pending``   hash  transaction key → what it carries (leases, reason, next checks)
 - ``withdrawn:<lease>``  ``denom:amount``, the chain's total paid to us, as last counted
 - ``earned``    hash  denom → the sum of what our withdrawals collected
@@ -23,7 +25,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +58,9 @@ PENDING = PREFIX + "pending"
 WITHDRAWN = PREFIX + "withdrawn"
 EARNED = PREFIX + "earned"
 SWEPT = PREFIX + "sweeps"
+GUARD = PREFIX + "due:"  # + lease: its due time as written, the claim guard
 PENDING_TIMEOUT_S = 900.0
+CLAIM_S = 120.0  # a claimed lease is due again after this, should its checker die
 WITHDRAW_PREFIX, SWEEP_PREFIX = "withdraw/", "sweep/"
 
 
@@ -81,7 +85,7 @@ class Ledger:
 
             async def forget(tx: BusTx) -> None:
                 tx.state.hdel(LEASES, lease)
-                tx.state.zrem(DUE, lease)
+                _undue(tx, lease)
 
             await msg.apply_once(forget)
             log.info("lease %s no longer monitored", lease)
@@ -99,7 +103,7 @@ class Ledger:
 
         async def watch(tx: BusTx) -> None:
             tx.state.hset(LEASES, {lease: json.dumps(record)})
-            tx.state.zadd(DUE, {lease: first})
+            _due(tx, {lease: first})
 
         await msg.apply_once(watch)
         log.info("lease %s monitored, first check in %.0fs", lease, first - now)
@@ -113,7 +117,7 @@ class Ledger:
         if times:
 
             async def reschedule(tx: BusTx) -> None:
-                tx.state.zadd(DUE, times)
+                _due(tx, times)
 
             await self.bus.transact(reschedule)
             log.info(
@@ -138,7 +142,11 @@ class Ledger:
     async def check_due(self) -> int:
         """Look at every lease whose check is due; how many."""
         now = self.now()
-        due = [lease for lease, _ in await self.bus.backend.zrangebyscore(DUE, 0, now)]
+        due = [
+            lease
+            for lease, score in await self.bus.backend.zrangebyscore(DUE, 0, now)
+            if await self._claim(lease, score, now)
+        ]
         if not due:
             return 0
         try:
@@ -209,7 +217,7 @@ class Ledger:
             tx.state.hset(PENDING, {key: json.dumps(pending)})
             for lease, decision, remaining, denom in batch:
                 tx.state.hset(LEASES, {lease: records[lease]})
-                tx.state.zadd(DUE, {lease: now + PENDING_TIMEOUT_S})
+                _due(tx, {lease: now + PENDING_TIMEOUT_S})
                 lease_id = LeaseID.parse(lease)
                 reason = decision.withdraw or "periodic"
                 tx.publish(BALANCE_EVENTS, WithdrawalRequested(lease_id=lease_id, reason=reason))
@@ -242,9 +250,25 @@ class Ledger:
     async def _schedule(self, lease: str, record: dict[str, Any], at: float) -> None:
         async def write(tx: BusTx) -> None:
             tx.state.hset(LEASES, {lease: json.dumps(record)})
-            tx.state.zadd(DUE, {lease: at})
+            _due(tx, {lease: at})
 
         await self.bus.transact(write)
+
+    async def _claim(self, lease: str, score: float, now: float) -> bool:
+        """Take a due lease for this check, unless another replica took it since its due
+        time was read: the claim moves the due time ``CLAIM_S`` on (so a replica that dies
+        mid-check leaves it to the others after that), guarded by the time read."""
+
+        async def take(tx: BusTx) -> None:
+            _due(tx, {lease: now + CLAIM_S})
+
+        guard = GUARD + lease
+        if await self.bus.apply_if(guard, repr(score), take):
+            return True
+        # written before guards were kept (or by hand): claim it while it has none
+        return await self.bus.backend.get(guard) is None and await self.bus.apply_if(
+            guard, None, take
+        )
 
     async def _settling(self) -> set[str]:
         """Deployments with a withdrawal in flight. Akash fails a withdrawal from a
@@ -262,14 +286,14 @@ class Ledger:
             log.warning("lease checks postponed: %s", error)
 
         async def write(tx: BusTx) -> None:
-            tx.state.zadd(DUE, dict.fromkeys(leases, at))
+            _due(tx, dict.fromkeys(leases, at))
 
         await self.bus.transact(write)
 
     async def _drop(self, lease: str) -> None:
         async def write(tx: BusTx) -> None:
             tx.state.hdel(LEASES, lease)
-            tx.state.zrem(DUE, lease)
+            _undue(tx, lease)
 
         await self.bus.transact(write)
 
@@ -312,7 +336,7 @@ class Ledger:
             for lease in leases:
                 if lease in monitored:
                     at = float(pending["next"][lease]) if committed else now + self.retry_s
-                    tx.state.zadd(DUE, {lease: at})
+                    _due(tx, {lease: at})
                     if committed:  # collected: nothing unpaid as of now
                         record = json.loads(monitored[lease])
                         record.pop("unpaid", None)
@@ -413,6 +437,18 @@ class Ledger:
 
     async def pending_count(self) -> int:
         return len(await self.bus.backend.hgetall(PENDING))
+
+
+def _due(tx: BusTx, times: Mapping[str, float]) -> None:
+    """Set leases' next checks, with each one's claim guard."""
+    tx.state.zadd(DUE, dict(times))
+    for lease, at in times.items():
+        tx.state.set(GUARD + lease, repr(float(at)))
+
+
+def _undue(tx: BusTx, lease: str) -> None:
+    tx.state.zrem(DUE, lease)
+    tx.state.delete(GUARD + lease)
 
 
 def _deployment(lease: str) -> str:
