@@ -135,9 +135,7 @@ def test_kubectl_apply_k_on_kubesim_establishes_the_crds_and_schedules_the_pods(
         "providerleasedips.akash.network",
     }
 
-    expected = {name: (1 if name in ("relay", "balance") else 2) for name in SERVICES} | {
-        "redis": 1
-    }
+    expected = {name: (1 if name == "relay" else 2) for name in SERVICES} | {"redis": 1}
     deadline = time.monotonic() + 60
     while True:
         pods = json.loads(
