@@ -13,20 +13,17 @@ import collections
 import datetime as dt
 import json
 import re
-import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from akbalance.ledger import DUE, LEASES
 from akbus import Bus, BusTx, RedisSettings
-from akbus.embedded import EmbeddedRedis
-from akcli.testing import DSEQS, Provider, certified, flow, frozen, leased, sdl
-from akdevnet.testing import DevnetClients, DevnetProcess
+from akcli.testing import DSEQS, Provider, certified, flow, frozen, leased, sdl, whole_suite
+from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.events import (
     BalanceStatus,
@@ -65,23 +62,13 @@ HEALTHY, SMALL, THIRSTY = sdl(cpu=0.1), sdl(cpu=0.01), sdl(cpu=2)  # ~2,500, ~25
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    tmp = tmp_path_factory.mktemp("suite")
-    with (
-        tempfile.TemporaryDirectory(prefix="bal", dir="/tmp") as sock_dir,
-        EmbeddedRedis(Path(sock_dir), aof=False) as redis,
-        DevnetProcess(tmp / "devnet", block_time="100ms") as devnet,
-    ):
-        provider = Provider(
-            devnet,
-            redis.url,
-            tmp,
-            bidengine_env={"AP_BID_PRICE_CPU_SCALE": "25"},
-            balance_env=dict(BALANCE_ENV),
-        )
-        try:
-            yield provider.start()
-        finally:
-            provider.stop()
+    with whole_suite(
+        tmp_path_factory.mktemp("suite"),
+        block_time="100ms",
+        bidengine_env={"AP_BID_PRICE_CPU_SCALE": "25"},
+        balance_env=dict(BALANCE_ENV),
+    ) as provider:
+        yield provider
 
 
 @pytest.fixture

@@ -10,10 +10,8 @@ import asyncio
 import datetime as dt
 import itertools
 import json
-import tempfile
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,10 +22,9 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from akbus.embedded import EmbeddedRedis
 from akchain.convert import group_spec_pb
-from akcli.testing import Provider, certified, leased, sdl
-from akdevnet.testing import DevnetClients, DevnetProcess
+from akcli.testing import Provider, certified, leased, sdl, whole_suite
+from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 
 SERVICE = "akash.provider.v1.ProviderRPC"
@@ -35,25 +32,14 @@ SERVICE = "akash.provider.v1.ProviderRPC"
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    tmp = tmp_path_factory.mktemp("suite")
-    with (
-        tempfile.TemporaryDirectory(prefix="rpc", dir="/tmp") as sock_dir,
-        EmbeddedRedis(Path(sock_dir), aof=False) as redis,
-        DevnetProcess(tmp / "devnet") as devnet,
-    ):
-        provider = Provider(
-            devnet,
-            redis.url,
-            tmp,
-            cluster_env={
-                "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
-                "AP_DEPLOYMENT_BLOCKED_HOSTNAMES": ".blocked.test",
-            },
-        )
-        try:
-            yield provider.start()
-        finally:
-            provider.stop()
+    with whole_suite(
+        tmp_path_factory.mktemp("suite"),
+        cluster_env={
+            "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
+            "AP_DEPLOYMENT_BLOCKED_HOSTNAMES": ".blocked.test",
+        },
+    ) as provider:
+        yield provider
 
 
 @pytest.fixture

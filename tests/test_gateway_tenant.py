@@ -12,9 +12,7 @@ import contextlib
 import datetime as dt
 import json
 import ssl
-import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -23,11 +21,10 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from akbus.embedded import EmbeddedRedis
 from akchain import msgs
-from akcli.testing import Provider, certified, leased, running, sdl, sdl_text
+from akcli.testing import Provider, certified, leased, running, sdl, sdl_text, whole_suite
 from akdevnet.tenant import ClientCertificate, Tenant
-from akdevnet.testing import DevnetClients, DevnetProcess
+from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.ids import DeploymentID, LeaseID
 from aktypes.namespace import lease_namespace
@@ -80,25 +77,11 @@ deployment:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    tmp = tmp_path_factory.mktemp("suite")
-    with (
-        tempfile.TemporaryDirectory(prefix="gw", dir="/tmp") as sock_dir,
-        EmbeddedRedis(Path(sock_dir), aof=False) as redis,
-        DevnetProcess(tmp / "devnet") as devnet,
-    ):
-        provider = Provider(
-            devnet,
-            redis.url,
-            tmp,
-            cluster_env={
-                "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
-                "AP_CLUSTER_LEASED_IPS": "8",
-            },
-        )
-        try:
-            yield provider.start()
-        finally:
-            provider.stop()
+    with whole_suite(
+        tmp_path_factory.mktemp("suite"),
+        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test", "AP_CLUSTER_LEASED_IPS": "8"},
+    ) as provider:
+        yield provider
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from akbus.testing import eventually_sync
 from akcluster.domain.objects.custom import crds
 from kubesim.testing import KubeSimProcess
 
@@ -136,17 +136,14 @@ def test_kubectl_apply_k_on_kubesim_establishes_the_crds_and_schedules_the_pods(
     }
 
     expected = {name: (1 if name == "relay" else 2) for name in SERVICES} | {"redis": 1}
-    deadline = time.monotonic() + 60
-    while True:
-        pods = json.loads(
-            kubectl("get", "pods", "-n", "akash-services", "-o", "json", kubeconfig=config)
-        )["items"]
-        scheduled: dict[str, int] = {}
-        for pod in pods:
-            if pod["spec"].get("nodeName"):
-                app = pod["metadata"]["labels"]["app.kubernetes.io/name"]
-                scheduled[app] = scheduled.get(app, 0) + 1
-        if scheduled == expected or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert scheduled == expected
+
+    def scheduled() -> dict[str, int]:
+        listed = kubectl("get", "pods", "-n", "akash-services", "-o", "json", kubeconfig=config)
+        apps = [
+            pod["metadata"]["labels"]["app.kubernetes.io/name"]
+            for pod in json.loads(listed)["items"]
+            if pod["spec"].get("nodeName")
+        ]
+        return {app: apps.count(app) for app in set(apps)}
+
+    eventually_sync(scheduled, 60, "every pod scheduled", until=lambda found: found == expected)

@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import signal
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 from akbalance.testing import BalanceProcess
 from akbidengine.testing import BidEngineProcess
 from akbus import Bus
+from akbus.embedded import EmbeddedRedis
 from akchainsvc.testing import RelayProcess
 from akcluster.testing import ClusterProcess
 from akdevnet.tenant import ClientCertificate, Tenant
@@ -201,6 +203,23 @@ class Provider:
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()
+
+
+@contextlib.contextmanager
+def whole_suite(tmp: Path, *, block_time: str = "20ms", **options: Any) -> Iterator[Provider]:
+    """One provider for a whole test module (a devnet and a Redis of its own, the relay,
+    kubesim, every service, the gateway) in ``tmp``, started with ``options``
+    (:class:`Provider`'s fields)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="s", dir="/tmp") as sock_dir,  # short socket path
+        EmbeddedRedis(Path(sock_dir), aof=False) as redis,
+        DevnetProcess(tmp / "devnet", block_time=block_time) as devnet,
+    ):
+        provider = Provider(devnet, redis.url, tmp, **options)
+        try:
+            yield provider.start()
+        finally:
+            provider.stop()
 
 
 @contextlib.contextmanager
