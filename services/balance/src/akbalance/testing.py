@@ -54,7 +54,7 @@ class MemoryChain:
             raise ChainUnavailable("the node is down (test)")
         return Tip(height=self.height, time=time.time())
 
-    async def escrow(self, lease_id: LeaseID, height: int) -> EscrowView | None:  # noqa: ARG002
+    async def escrow(self, lease_id: LeaseID, height: int) -> EscrowView | None:  # noqa: ARG002 - views carry their own
         if self.down:
             raise ChainUnavailable("the node is down (test)")
         self.looked_at.append((str(lease_id), time.time()))

@@ -390,7 +390,7 @@ class Deployments:
         try:
             sources = await registry.move(keys, owner, target.lease_id)
         except Refused as exc:
-            return MigrationRefused(code=exc.code, message=str(exc))  # type: ignore[arg-type]
+            return MigrationRefused(code=exc.code, message=str(exc))
         now = self.clock()
 
         def redeploy(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from akbus import Bus, BusTx
 from akcluster.domain.leases import claim_hostnames
@@ -31,9 +31,9 @@ def _shown(name: str) -> str:
 class Refused(Exception):
     """A move that cannot be done; ``code`` is the reply's (``invalid``, ``forbidden``)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: Literal["invalid", "forbidden"], message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code: Literal["invalid", "forbidden"] = code
 
 
 @dataclass(frozen=True)

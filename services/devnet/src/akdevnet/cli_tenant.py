@@ -5,6 +5,7 @@ value is checked before anything is sent; what the chain refuses comes back as o
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -258,8 +259,6 @@ def tenant_token(
 ) -> None:
     """Print a provider-API token (JWT, ES256K) signed by the tenant's key, for
     ``Authorization: Bearer``; the provider checks it with the key the chain records."""
-    import datetime as dt  # noqa: PLC0415
-
     signer = load_key(settings_of(home), key)
     try:
         token = jwt.mint(
