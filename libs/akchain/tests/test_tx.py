@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from akchain import msgs
 from akchain._pb.cosmos.tx.v1beta1 import tx_pb2
 from akchain.keys import Signer
-from akchain.tx import Fee, decode_tx, pack, sign_tx, tx_hash
+from akchain.tx import Fee, decode_tx, fee_for, pack, sign_tx, tx_hash
 from aktypes.coin import Coin, Dec, DecCoin
 from aktypes.ids import BidID
 from aktypes.testing import address
@@ -67,3 +69,14 @@ def test_a_changed_body_no_longer_verifies() -> None:
 def test_pack_uses_the_cosmos_type_url() -> None:
     packed = pack(msgs.close_bid(bid()))
     assert packed.type_url == "/akash.market.v1beta5.MsgCloseBid"
+
+
+def test_the_fee_rule_is_gas_per_message_times_the_price_or_a_fixed_fee() -> None:
+    assert fee_for(gas=300_000, gas_prices="0.025uakt") == Fee(300_000, 7_500, "uakt")
+    assert fee_for(gas=300_000, gas_prices="0.025uakt", messages=3) == Fee(900_000, 22_500, "uakt")
+    assert fee_for(gas=200_001, gas_prices="0.025uakt") == Fee(200_001, 5_001, "uakt")  # rounded up
+    assert fee_for(gas=300_000, gas_prices="0.025uakt", fees="5000uact", messages=2) == Fee(
+        600_000, 5_000, "uact"
+    )
+    with pytest.raises(ValueError, match="not an amount"):
+        fee_for(gas=300_000, gas_prices="cheap")

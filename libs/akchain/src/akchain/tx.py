@@ -8,8 +8,11 @@ node indexes it, is the upper-case hex SHA-256 of the encoded ``TxRaw``.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from google.protobuf.any_pb2 import Any as AnyPb
 from google.protobuf.message import DecodeError, Message
@@ -29,6 +32,25 @@ class Fee:
     gas_limit: int = 300_000
     amount: int = 7_500
     denom: str = "uakt"
+
+
+FEE_AMOUNT = re.compile(r"^(\d+(?:\.\d+)?)([a-z][a-z0-9/]{2,127})$")
+"""An amount with its denomination, as ``--gas-prices`` and ``--fees`` take it (0.025uakt)."""
+
+
+def fee_for(*, gas: int, gas_prices: str, fees: str = "", messages: int = 1) -> Fee:
+    """The relay's fee rule: ``gas`` per message; ``fees`` (fixed, per transaction) when
+    set, else ``gas × gas_prices`` rounded up. Raises ValueError on a malformed amount."""
+    limit = gas * max(messages, 1)
+    fixed = FEE_AMOUNT.match(fees.strip()) if fees else None
+    if fixed:
+        return Fee(gas_limit=limit, amount=math.ceil(Decimal(fixed.group(1))), denom=fixed.group(2))
+    price = FEE_AMOUNT.match(gas_prices.strip())
+    if price is None:
+        raise ValueError(f"gas prices {gas_prices!r} is not an amount with a denomination")
+    return Fee(
+        gas_limit=limit, amount=math.ceil(limit * Decimal(price.group(1))), denom=price.group(2)
+    )
 
 
 def pack(message: Message) -> AnyPb:

@@ -9,7 +9,6 @@ chain relay's: this service reads them to know what a withdrawal costs. The rest
 
 from __future__ import annotations
 
-import math
 import re
 from decimal import Decimal
 
@@ -17,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akbalance.domain.funds import Policy
+from akchain.tx import fee_for
 from akservice import Duration
 from aktypes.coin import Coin, Dec
 
@@ -129,18 +129,13 @@ class BalanceSettings(BaseSettings):
 
     def fee(self, messages: int = 1) -> Coin | None:
         """What the relay pays for a transaction of ``messages`` messages (its own rule)."""
-        if self.fees:
-            match = _AMOUNT.match(self.fees)
-            return (
-                Coin(denom=match.group(2), amount=math.ceil(Decimal(match.group(1))))
-                if match
-                else None
+        try:
+            fee = fee_for(
+                gas=self.gas, gas_prices=self.gas_prices, fees=self.fees, messages=messages
             )
-        match = _AMOUNT.match(self.gas_prices)
-        if match is None:
+        except ValueError:
             return None
-        gas = self.gas * max(messages, 1)
-        return Coin(denom=match.group(2), amount=math.ceil(gas * Decimal(match.group(1))))
+        return Coin(denom=fee.denom, amount=fee.amount)
 
     def policy(self) -> Policy:
         return Policy(

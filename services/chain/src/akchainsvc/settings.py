@@ -7,18 +7,13 @@
 
 from __future__ import annotations
 
-import math
-import re
-from decimal import Decimal
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from akchain.tx import Fee
+from akchain.tx import FEE_AMOUNT, Fee, fee_for
 from akservice import Duration
-
-_COIN = re.compile(r"^(\d+(?:\.\d+)?)([a-z][a-z0-9/]{2,127})$")
 
 
 class ChainSettings(BaseSettings):
@@ -62,7 +57,7 @@ class ChainSettings(BaseSettings):
     @field_validator("gas_prices", "fees")
     @classmethod
     def _coin(cls, value: str) -> str:
-        if value and not _COIN.match(value.strip()):
+        if value and not FEE_AMOUNT.match(value.strip()):
             raise ValueError(f"{value!r} is not an amount with a denomination (example: 0.025uakt)")
         return value.strip()
 
@@ -83,17 +78,4 @@ class ChainSettings(BaseSettings):
 
     def fee(self, messages: int) -> Fee:
         """Gas limit and fee for a transaction of ``messages`` messages."""
-        gas = self.gas * max(messages, 1)
-        fixed = _COIN.match(self.fees) if self.fees else None
-        if fixed:
-            return Fee(
-                gas_limit=gas, amount=math.ceil(Decimal(fixed.group(1))), denom=fixed.group(2)
-            )
-        price = _COIN.match(self.gas_prices)
-        if price is None:
-            raise ValueError(
-                f"AP_GAS_PRICES {self.gas_prices!r} is not an amount with a denomination"
-            )
-        return Fee(
-            gas_limit=gas, amount=math.ceil(gas * Decimal(price.group(1))), denom=price.group(2)
-        )
+        return fee_for(gas=self.gas, gas_prices=self.gas_prices, fees=self.fees, messages=messages)
