@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -37,6 +36,7 @@ from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
 from akgateway.auth import by_token
 from akgateway.context import Gateway
+from akgateway.domain.certificates import ProviderCertificate
 from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, Unauthorized
 from akgateway.routes import ask
@@ -159,28 +159,9 @@ def _without_time(message: provider.Status) -> bytes:
     return copy.SerializeToString(deterministic=True)
 
 
-def credentials(cert_file: Path) -> grpc.ServerCredentials:
-    """The provider's certificate and key (one PEM file) for TLS; no client certificates."""
-    pem = cert_file.read_bytes()
-    key = b"".join(_blocks(pem, b"PRIVATE KEY"))
-    cert = b"".join(_blocks(pem, b"CERTIFICATE"))
-    return grpc.ssl_server_credentials([(key, cert)])
-
-
-def _blocks(pem: bytes, kind: bytes) -> list[bytes]:
-    """The PEM blocks whose label ends with ``kind`` ("EC PRIVATE KEY", "CERTIFICATE")."""
-    found: list[bytes] = []
-    lines: list[bytes] = []
-    inside = False
-    for line in pem.splitlines(keepends=True):
-        if line.startswith(b"-----BEGIN ") and line.rstrip().endswith(kind + b"-----"):
-            inside, lines = True, []
-        if inside:
-            lines.append(line)
-        if inside and line.startswith(b"-----END "):
-            inside = False
-            found.append(b"".join(lines))
-    return found
+def credentials(own: ProviderCertificate) -> grpc.ServerCredentials:
+    """The provider's certificate and key for TLS; no client certificates."""
+    return grpc.ssl_server_credentials([(own.key_pem, own.pem)])
 
 
 class RPCServer:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from pathlib import Path
 
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
@@ -104,18 +103,20 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     rt.readiness(lambda: [] if server.listening else ["the tenant API is not listening"])
     rt.supervise(server.watch(), "http")
     await start_dashboard(rt, board)
-    await start_rpc(rt, gateway, settings.certificate_path(address))
+    await start_rpc(rt, gateway, own)
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
 
 
-async def start_rpc(rt: Runtime[GatewaySettings], gateway: Gateway, cert_file: Path) -> None:
+async def start_rpc(
+    rt: Runtime[GatewaySettings], gateway: Gateway, own: ProviderCertificate
+) -> None:
     """The gRPC API on its own port, if one is configured."""
     where = rt.settings.grpc_listen()
     if where is None:
         return
     bind(*where, "AP_GATEWAY_GRPC_LISTEN").close()  # a busy port fails now, with its setting
-    server = await rt.resource(RPCServer(gateway, credentials(cert_file), *where))
+    server = await rt.resource(RPCServer(gateway, credentials(own), *where))
     rt.readiness(lambda: [] if server.port else ["the gRPC API is not listening"])
 
 

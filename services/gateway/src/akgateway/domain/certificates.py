@@ -118,6 +118,7 @@ class ProviderCertificate:
 
     cert: x509.Certificate
     pem: bytes  # the certificate block only
+    key_pem: bytes = b""  # its private key (PKCS #8 PEM)
 
     @property
     def serial(self) -> str:
@@ -146,7 +147,12 @@ def read_provider_pem(data: bytes, address: str, where: str) -> ProviderCertific
         )
     if key.public_key() != cert.public_key():
         raise CertificateFileError(f"{where}: the private key does not belong to the certificate")
-    return ProviderCertificate(cert, cert.public_bytes(serialization.Encoding.PEM))
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return ProviderCertificate(cert, cert.public_bytes(serialization.Encoding.PEM), key_pem)
 
 
 # -- client certificates ------------------------------------------------------------------
