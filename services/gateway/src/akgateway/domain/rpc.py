@@ -18,13 +18,11 @@ from akchain.convert import dec_coin_pb, resources_pb
 from akgateway._pb.akash.inventory.v1 import inventory_pb2 as inventory
 from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.k8s import resource_pb2
-from akgateway.domain.status import fresh_payloads
+from akgateway.domain.status import gather
 from aktypes.events import (
-    BidEngineStatus,
     BidScreened,
     ClusterStatus,
     Envelope,
-    ManifestStatus,
     ResourceTotals,
 )
 from aktypes.events.status import NodeTotals
@@ -126,23 +124,16 @@ def status_message(
     max_age: float,
 ) -> provider.Status:
     """``GetStatus``: a missing or stale service is left out and named in ``errors``."""
-    found, errors = fresh_payloads(statuses, now=now, max_age=max_age)
-    cluster: ClusterStatus | None = found.get("cluster")
-    bidengine: BidEngineStatus | None = found.get("bidengine")
-    manifest: ManifestStatus | None = found.get("manifest")
-    chain = found.get("chain")
-    if chain is not None and chain.last_error:
-        errors.append(f"chain: {chain.last_error}")
-    message = provider.Status(errors=errors)
-    if cluster is not None:
-        message.cluster.CopyFrom(cluster_message(cluster))
-    if bidengine is not None:
-        message.bid_engine.orders = bidengine.orders
-    if manifest is not None:
-        message.manifest.deployments = manifest.deployments
-    hostname = public_hostname or (cluster.public_hostname if cluster is not None else "")
-    if hostname:
-        message.public_hostnames.append(hostname)
+    got = gather(statuses, public_hostname=public_hostname, now=now, max_age=max_age)
+    message = provider.Status(errors=got.errors)
+    if got.cluster is not None:
+        message.cluster.CopyFrom(cluster_message(got.cluster))
+    if got.bidengine is not None:
+        message.bid_engine.orders = got.bidengine.orders
+    if got.manifest is not None:
+        message.manifest.deployments = got.manifest.deployments
+    if got.hostname:
+        message.public_hostnames.append(got.hostname)
     message.timestamp.FromDatetime(now)
     return message
 

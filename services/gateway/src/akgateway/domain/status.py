@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aktypes.events import (
@@ -96,6 +97,38 @@ def fresh_payloads(
     return found, errors
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """The fresh statuses both status answers are made of (REST ``/status``, gRPC)."""
+
+    cluster: ClusterStatus | None
+    bidengine: BidEngineStatus | None
+    manifest: ManifestStatus | None
+    errors: list[str]
+    hostname: str  # the setting, else the cluster's; "" when neither has one
+
+
+def gather(
+    statuses: Mapping[str, Envelope[Any] | None],
+    *,
+    public_hostname: str,
+    now: dt.datetime,
+    max_age: float,
+) -> Gathered:
+    found, errors = fresh_payloads(statuses, now=now, max_age=max_age)
+    cluster: ClusterStatus | None = found.get("cluster")
+    chain: ChainStatus | None = found.get("chain")
+    if chain is not None and chain.last_error:
+        errors.append(f"chain: {chain.last_error}")
+    return Gathered(
+        cluster=cluster,
+        bidengine=found.get("bidengine"),
+        manifest=found.get("manifest"),
+        errors=errors,
+        hostname=public_hostname or (cluster.public_hostname if cluster is not None else ""),
+    )
+
+
 def legacy_status(
     statuses: Mapping[str, Envelope[Any] | None],
     *,
@@ -105,24 +138,17 @@ def legacy_status(
     max_age: float,
 ) -> dict[str, Any]:
     """The ``/status`` answer; ``public_hostname`` (the setting) wins over the cluster's."""
-    found, errors = fresh_payloads(statuses, now=now, max_age=max_age)
-    cluster: ClusterStatus | None = found.get("cluster")
-    bidengine: BidEngineStatus | None = found.get("bidengine")
-    manifest: ManifestStatus | None = found.get("manifest")
-    chain: ChainStatus | None = found.get("chain")
-    if chain is not None and chain.last_error:
-        errors.append(f"chain: {chain.last_error}")
+    got = gather(statuses, public_hostname=public_hostname, now=now, max_age=max_age)
     body: dict[str, Any] = {
-        "cluster": cluster_json(cluster) if cluster is not None else None,
-        "bidengine": {"orders": bidengine.orders} if bidengine is not None else None,
-        "manifest": {"deployments": manifest.deployments} if manifest is not None else None,
+        "cluster": cluster_json(got.cluster) if got.cluster is not None else None,
+        "bidengine": {"orders": got.bidengine.orders} if got.bidengine is not None else None,
+        "manifest": {"deployments": got.manifest.deployments} if got.manifest is not None else None,
     }
-    hostname = public_hostname or (cluster.public_hostname if cluster is not None else "")
-    if hostname:  # Go: omitempty
-        body["cluster_public_hostname"] = hostname
+    if got.hostname:  # Go: omitempty
+        body["cluster_public_hostname"] = got.hostname
     body["address"] = address
-    if errors:
-        body["errors"] = errors
+    if got.errors:
+        body["errors"] = got.errors
     return body
 
 
