@@ -26,7 +26,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from akbalance import metrics
@@ -76,7 +76,6 @@ class Ledger:
     clock: BlockClock
     now: Callable[[], float] = time.time
     last_error: str = ""
-    _errors: dict[str, str] = field(default_factory=dict)
 
     # -- which leases ---------------------------------------------------------------------
     async def on_funds_monitor(self, msg: Message[LeaseFundsMonitor]) -> None:
@@ -90,10 +89,6 @@ class Ledger:
             await msg.apply_once(forget)
             log.info("lease %s no longer monitored", lease)
             return
-        known = await self.bus.backend.hgetall(LEASES)
-        if lease in known:
-            await msg.apply_once()
-            return
         now = self.now()
         first = now
         if not msg.payload.is_new_lease:  # recovered by the cluster: no burst of checks
@@ -101,12 +96,19 @@ class Ledger:
         period = self.policy.withdrawal_period
         record = {"added": now, "next_periodic": now + period if period else math.inf}
 
+        added = False
+
         async def watch(tx: BusTx) -> None:
+            nonlocal added
+            if await tx.state.hget(LEASES, lease) is not None:  # watched already
+                return
             tx.state.hset(LEASES, {lease: json.dumps(record)})
             _due(tx, {lease: first})
+            added = True
 
         await msg.apply_once(watch)
-        log.info("lease %s monitored, first check in %.0fs", lease, first - now)
+        if added:
+            log.info("lease %s monitored, first check in %.0fs", lease, first - now)
 
     async def recover(self) -> int:
         """Spread the checks that came due while the service was down over the recovery
@@ -126,17 +128,21 @@ class Ledger:
         return len(times)
 
     async def count(self) -> int:
-        return len(await self.bus.backend.hgetall(LEASES))
+        return (await self.watched())[0]
 
     async def unpaid(self) -> dict[str, int]:
-        """What the watched leases owe the provider, per denom, as of each one's last check
-        (an estimate: the chain settles it on withdrawal)."""
+        return (await self.watched())[1]
+
+    async def watched(self) -> tuple[int, dict[str, int]]:
+        """How many leases are watched, and what they owe the provider per denom as of each
+        one's last check (an estimate: the chain settles it on withdrawal)."""
+        records = await self.bus.backend.hgetall(LEASES)
         owed: dict[str, int] = {}
-        for raw in (await self.bus.backend.hgetall(LEASES)).values():
+        for raw in records.values():
             denom, amount = json.loads(raw).get("unpaid") or ("", 0)
             if denom:
                 owed[denom] = owed.get(denom, 0) + int(amount)
-        return owed
+        return len(records), owed
 
     # -- checks -----------------------------------------------------------------------------
     async def check_due(self) -> int:
@@ -329,18 +335,19 @@ class Ledger:
                 if paid is not None:
                     gained[lease] = await self._count(lease, *paid)
         now = self.now()
-        monitored = await self.bus.backend.hgetall(LEASES)
 
         async def write(tx: BusTx) -> None:
+            monitored = {lease: await tx.state.hget(LEASES, lease) for lease in leases}
             tx.state.hdel(PENDING, key)
-            for lease in leases:
-                if lease in monitored:
-                    at = float(pending["next"][lease]) if committed else now + self.retry_s
-                    _due(tx, {lease: at})
-                    if committed:  # collected: nothing unpaid as of now
-                        record = json.loads(monitored[lease])
-                        record.pop("unpaid", None)
-                        tx.state.hset(LEASES, {lease: json.dumps(record)})
+            for lease, raw in monitored.items():
+                if raw is None:  # no longer watched
+                    continue
+                at = float(pending["next"][lease]) if committed else now + self.retry_s
+                _due(tx, {lease: at})
+                if committed:  # collected: nothing unpaid as of now
+                    record = json.loads(raw)
+                    record.pop("unpaid", None)
+                    tx.state.hset(LEASES, {lease: json.dumps(record)})
 
         await msg.apply_once(write)
         if committed:

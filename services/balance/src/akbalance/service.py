@@ -99,10 +99,9 @@ class Status:
             metrics.EARNED.labels(denom).set(amount)
         for denom, amount in swept.items():
             metrics.SWEPT.labels(denom).set(amount)
-        unpaid = await ledger.unpaid()
+        leases, unpaid = await ledger.watched()
         for denom, amount in unpaid.items():
             metrics.UNPAID.labels(denom).set(amount)
-        leases = await ledger.count()
         metrics.LEASES.set(leases)
         status = BalanceStatus(
             leases=leases,
