@@ -49,7 +49,7 @@ from typing import Any
 
 import uvicorn
 
-from akbus.embedded import EmbeddedRedis
+from akbus.embedded import EmbeddedRedis, free_port
 from akcli.testing import Provider, certified, flow, sdl
 from akdevnet.testing import DevnetProcess
 from akgateway.tls import server_context
@@ -83,12 +83,6 @@ def serve_bare(port: int, cert_file: Path, body_file: Path) -> None:
         ssl_context_factory=lambda _config, _default: context,
     )
     uvicorn.Server(config).run()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_listening(port: int, timeout_s: float = 30.0) -> None:

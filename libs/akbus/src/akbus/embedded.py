@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import shutil
 import signal
 import socket
@@ -57,12 +58,36 @@ def find_server_binary() -> Path:
     return Path(get_binary_path())
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and that stays free until
+    someone binds it: it is taken below the kernel's ephemeral range, which outgoing
+    connections draw their local ports from, and never handed out twice by this process.
+    (A port the kernel picks for ``bind(0)`` lies inside that range, and a busy test run
+    can connect from it before the server that was meant to listen on it starts.)"""
+    try:
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()  # noqa: S311 - picking a port, not a secret
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 16384), low)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:  # all taken: any port
+        probe.bind(("127.0.0.1", 0))
+        found: int = probe.getsockname()[1]
+        return found
 
 
 class EmbeddedRedis:

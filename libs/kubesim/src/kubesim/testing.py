@@ -52,11 +52,11 @@ class ThreadedKubeSim:
     def __init__(self, cluster: ClusterSpec = DEFAULT_CLUSTER, **options: Any) -> None:
         self._cluster = cluster
         self._options = options
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="kubesim", daemon=True)
         self.sim: KubeSim | None = None
 
     def __enter__(self) -> ThreadedKubeSim:
+        self._loop = asyncio.new_event_loop()  # made here: a simulator never entered holds none
+        self._thread = threading.Thread(target=self._loop.run_forever, name="kubesim", daemon=True)
         self._thread.start()
         self._cm = running(self._cluster, **self._options)
         self.sim = asyncio.run_coroutine_threadsafe(self._cm.__aenter__(), self._loop).result(30)

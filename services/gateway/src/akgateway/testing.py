@@ -140,7 +140,8 @@ class StandIns:
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(15)
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
+        if not self._thread.is_alive():  # never started: only the loop to close
+            self._loop.close()
             return
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(15)
         self._loop.call_soon_threadsafe(self._loop.stop)
