@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from akbus import Bus, BusTx, Message
+from akbus.errors import ConnectionLost
+from akbus.retry import until_reachable
 from akcluster import metrics
 from akcluster.domain.leases import (
     CLOSED_TTL_S,
@@ -428,7 +430,14 @@ class Deployments:
         try:
             while not stopping.is_set():
                 self.wake.clear()
-                due = await self.bus.backend.zrangebyscore(WORK_KEY, 0, self.clock())
+                try:  # a Redis outage pauses the work, nothing more
+                    due = await until_reachable(
+                        "work queue",
+                        lambda: self.bus.backend.zrangebyscore(WORK_KEY, 0, self.clock()),
+                        keep_going=lambda: not stopping.is_set(),
+                    )
+                except ConnectionLost:  # given up only because the service is stopping
+                    break
                 for member, _ in due:
                     if member in self._busy:
                         continue
