@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from operator import not_
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from aktypes.events import (
     CreateBid,
     LeaseCreated,
     LeaseWon,
+    OrderClosed,
     OrderCreated,
     ProviderBidClosed,
     ReservationFailed,
@@ -150,6 +152,7 @@ async def engine() -> AsyncIterator[Engine]:
     events = bus.subscriber(CHAIN_EVENTS, group="bidengine", consumer="e", partition_key=order_of)
     events.add(OrderCreated, orders.on_order_created)
     events.add(LeaseCreated, orders.on_lease_created)
+    events.add(OrderClosed, orders.on_order_closed)
     results = bus.subscriber(CHAIN_RESULTS, group="bidengine", consumer="e", partition_key=order_of)
     results.add(TxCommitted, orders.on_tx_committed)
     results.add(TxFailed, orders.on_tx_failed)
@@ -295,3 +298,18 @@ async def test_declines_say_why_and_hold_nothing(
     assert engine.cluster.held == set()
     assert await engine.txs() == []
     assert await engine.bus.backend.get(record_key(str(order_id))) is not None
+
+
+async def test_an_order_closed_before_its_reservation_was_answered_releases_it(
+    engine: Engine,
+) -> None:
+    """The cluster was down while the order was considered: the reservation it made when
+    it came back belongs to no record of ours, and the order's close releases it."""
+    order_id = engine.add_order(7)
+    engine.cluster.held.add(str(order_id))  # reserved late; the engine never saw the answer
+    await engine.publish(OrderClosed(order_id=order_id, height=9, tx_index=0, event_index=0))
+    await eventually(
+        lambda: engine.cluster.held, timeout_s=5, what="the reservation released", until=not_
+    )
+    assert await engine.record(order_id) is None
+    assert await engine.txs() == []

@@ -170,3 +170,45 @@ async def test_a_new_replica_sees_the_reservations_of_another(buses: list[Bus]) 
             (ResourcesReserved, ReservationFailed),
         )
     assert isinstance(refused, ReservationFailed)
+
+
+async def test_an_order_released_is_never_reserved_again_by_any_replica(buses: list[Bus]) -> None:
+    """The bid engine gave up an order while the cluster was down: its unreserve may be
+    handled before the reserve still queued from earlier, by another replica too."""
+    client, one, two = buses
+    res1, sub1 = replica(one, "cluster-a")
+    res2, sub2 = replica(two, "cluster-b")
+    async with running(sub1):  # type: ignore[arg-type]
+        early = await client.request(
+            CLUSTER_COMMANDS, UnreserveResources(order_id=order(5)), ResourcesUnreserved
+        )
+        assert not early.found
+        await client.request(
+            CLUSTER_COMMANDS,
+            ReserveResources(order_id=order(6), group=one_cpu()),
+            ResourcesReserved,
+        )
+        held = await client.request(
+            CLUSTER_COMMANDS, UnreserveResources(order_id=order(6)), ResourcesUnreserved
+        )
+        assert held.found
+    async with running(sub2):  # type: ignore[arg-type]
+        for dseq in (5, 6):
+            late = await client.request(
+                CLUSTER_COMMANDS,
+                ReserveResources(order_id=order(dseq), group=one_cpu()),
+                (ResourcesReserved, ReservationFailed),
+            )
+            assert isinstance(late, ReservationFailed), late
+            assert late.code == "order_finished"
+        fresh = await client.request(
+            CLUSTER_COMMANDS,
+            ReserveResources(order_id=order(7), group=one_cpu()),
+            ResourcesReserved,
+        )
+        assert fresh.order_id == order(7)
+    assert list(res2.ledger.reservations) == [str(order(7))]
+    assert set(res2.ledger.released) == {str(order(5)), str(order(6))}
+    assert res1.ledger.reservations == {}
+    stored = await client.backend.hgetall(RESERVATIONS_KEY)
+    assert set(stored) == {str(order(7))}

@@ -355,9 +355,14 @@ class Orders:
     ) -> None:
         """Our bid on ``order`` is over: release the reservation, close the bid if needed."""
         record = await self.record(order)
-        if record is None or record.state not in ("bidding", "open", "closing"):
-            return
         order_id = OrderID.parse(order)
+        if record is None:
+            # A reservation may have been asked for and not answered yet (the cluster was
+            # down): release it. The cluster then refuses any later reservation of the order.
+            await self._unreserve(ask, order_id)
+            return
+        if record.state not in ("bidding", "open", "closing"):
+            return
         await self._unreserve(ask, order_id)
         if send and record.state == "open":
             # A lost bid is marked lost by the chain, a closed order's bids are closed by it:

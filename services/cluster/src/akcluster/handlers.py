@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from akbus import Bus, BusTx, Message, RetryableError
@@ -41,6 +41,8 @@ from aktypes.manifest.models import Group
 
 RESERVATIONS_KEY = "akcluster:reservations"
 VERSION_KEY = "akcluster:reservations:version"
+RELEASED_KEY = "akcluster:reservations:released"  # order → when its reservation was released
+RELEASED_KEEP_S = 7 * 24 * 3600.0  # longer than any command waits in the stream
 
 
 class Reservations:
@@ -81,10 +83,11 @@ class Reservations:
         async def read(tx: BusTx) -> None:
             seen["version"] = await tx.state.get(VERSION_KEY)
             seen["stored"] = await tx.state.hgetall(RESERVATIONS_KEY)
+            seen["released"] = await tx.state.hgetall(RELEASED_KEY)
 
         await self.bus.transact(read)
         self._version = seen["version"]
-        self.ledger = Ledger.load(seen["stored"], int(self._version or 0))
+        self.ledger = Ledger.load(seen["stored"], int(self._version or 0), seen["released"])
         self._stale = False
 
     async def refresh(self) -> Ledger:
@@ -166,6 +169,11 @@ class Reservations:
                 tx.reply(ResourcesReserved(order_id=order_id, allocated=existing.allocated))
                 result = "existing"
                 return None
+            if key in ledger.released:
+                reason = "its reservation was released: the bid on this order is over"
+                tx.reply(ReservationFailed(order_id=order_id, code="order_finished", reason=reason))
+                result = "order_finished"
+                return None
             outcome = place(group, self.free(ledger, inventory), self.levels)
             if isinstance(outcome, NoFit):
                 reason = "; ".join(outcome.reasons)
@@ -230,15 +238,26 @@ class Reservations:
         cause: Envelope[Any] | None,
         answer: Callable[[BusTx, bool], None] | None,
     ) -> bool:
+        now = self._clock()
+        found = False
+
         def decide(ledger: Ledger, tx: BusTx) -> Change | None:
+            nonlocal found
             found = ledger.get(key) is not None
             if found:
                 tx.state.hdel(RESERVATIONS_KEY, key)
             if answer is not None:
                 answer(tx, found)
-            return Change(remove=key) if found else None
+            if key in ledger.released and not found:
+                return None
+            tx.state.hset(RELEASED_KEY, {key: repr(now)})
+            stale = [o for o, at in ledger.released.items() if at < now - RELEASED_KEEP_S]
+            if stale:
+                tx.state.hdel(RELEASED_KEY, *stale)
+            return Change(remove=key if found else None, released=key, at=now, forget=stale)
 
-        return await self._decide(cause, decide) is not None
+        await self._decide(cause, decide)
+        return found
 
     async def lookup(self, msg: Message[LookupReservation]) -> None:
         order_id, group_name = msg.payload.order_id, msg.payload.group_name
@@ -275,9 +294,16 @@ class Change:
 
     add: Reservation | None = None
     remove: str | None = None
+    released: str | None = None  # an order that is never to be reserved again
+    at: float = 0.0
+    forget: list[str] = field(default_factory=list)  # releases too old to matter
 
     def apply(self, ledger: Ledger) -> None:
         if self.add is not None:
             ledger.add(self.add)
         if self.remove is not None:
             ledger.remove(self.remove)
+        if self.released is not None:
+            ledger.released[self.released] = self.at
+        for order in self.forget:
+            ledger.released.pop(order, None)

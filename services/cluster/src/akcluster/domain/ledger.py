@@ -107,10 +107,20 @@ def _deployed_group(group: Group) -> GroupSpec:
 
 
 class Ledger:
-    """Every reservation at one ``version`` of the stored hash, with running totals."""
+    """Every reservation at one ``version`` of the stored hash, with running totals, and
+    the orders whose reservation was released (``released``: order → when). An order is
+    never reserved again once released: Akash never reopens an order id, and a reserve
+    command still queued from before (the cluster was down when the bid was abandoned)
+    must not hold capacity for an order nobody bids on any more."""
 
-    def __init__(self, reservations: Iterable[Reservation] = (), version: int = 0) -> None:
+    def __init__(
+        self,
+        reservations: Iterable[Reservation] = (),
+        version: int = 0,
+        released: Mapping[str, float] | None = None,
+    ) -> None:
         self.version = version
+        self.released = dict(released or {})
         self.reservations: dict[str, Reservation] = {}
         self._nodes: dict[str, Capacity] = {}
         self._storage: dict[str, int] = {}
@@ -120,8 +130,14 @@ class Ledger:
             self.add(reservation)
 
     @classmethod
-    def load(cls, stored: Mapping[str, str], version: int) -> Ledger:
-        return cls((Reservation.model_validate_json(raw) for raw in stored.values()), version)
+    def load(
+        cls, stored: Mapping[str, str], version: int, released: Mapping[str, str] | None = None
+    ) -> Ledger:
+        return cls(
+            (Reservation.model_validate_json(raw) for raw in stored.values()),
+            version,
+            {order: float(at) for order, at in (released or {}).items()},
+        )
 
     def get(self, order_id: str) -> Reservation | None:
         return self.reservations.get(order_id)
