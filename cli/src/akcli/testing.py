@@ -84,9 +84,10 @@ class Provider:
     storage: str = "beta2=8Ti"  # persistent storage pools, AP_CLUSTER_STORAGE's syntax
     backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
     scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
+    replicas: int = 1  # of the bid engine, manifest, balance and gateway (cluster: ``clusters``)
     processes: dict[str, Any] = field(default_factory=dict)
 
-    def start(self, *, clusters: int = 1) -> Provider:
+    def start(self, *, clusters: int | None = None) -> Provider:
         inventory = self.tmp / "nodes.yaml"
         inventory.write_text(self.nodes)
         cluster_env = dict(self.cluster_env)
@@ -110,7 +111,7 @@ class Provider:
             passphrase=TEST_PASSPHRASE,
             log_path=self.tmp / "relay.log",
         )
-        for i in range(clusters):
+        for i in range(self.replicas if clusters is None else clusters):
             self.processes[f"cluster-{i}"] = ClusterProcess(
                 redis_url=self.redis_url,
                 log_path=self.tmp / f"cluster-{i}.log",
@@ -118,52 +119,71 @@ class Provider:
                 instance=str(i),
                 extra_env=cluster_env,
             )
-        self.processes["bidengine"] = BidEngineProcess(
-            redis_url=self.redis_url,
-            api=self.devnet.lcd_url,
-            log_path=self.tmp / "bidengine.log",
-            extra_env={**self.scales, **self.bidengine_env},
-        )
-        if self.balance_env is not None:
-            self.processes["balance"] = BalanceProcess(
+        for i, name in self._replicas("bidengine"):
+            self.processes[name] = BidEngineProcess(
+                redis_url=self.redis_url,
+                api=self.devnet.lcd_url,
+                log_path=self.tmp / f"{name}.log",
+                extra_env={**self.scales, **self.bidengine_env, "AP_INSTANCE_ID": str(i)},
+            )
+        for i, name in self._replicas("balance") if self.balance_env is not None else ():
+            self.processes[name] = BalanceProcess(
                 redis_url=self.redis_url,
                 api=self.devnet.lcd_url,
                 node=self.devnet.rpc_url,
-                log_path=self.tmp / "balance.log",
-                extra_env=self.balance_env,
+                log_path=self.tmp / f"{name}.log",
+                extra_env={**(self.balance_env or {}), "AP_INSTANCE_ID": str(i)},
             )
-        self.processes["manifest"] = ManifestProcess(
-            redis_url=self.redis_url,
-            api=self.devnet.lcd_url,
-            log_path=self.tmp / "manifest.log",
-            extra_env=self.manifest_env,
-        )
+        for i, name in self._replicas("manifest"):
+            self.processes[name] = ManifestProcess(
+                redis_url=self.redis_url,
+                api=self.devnet.lcd_url,
+                log_path=self.tmp / f"{name}.log",
+                extra_env={**self.manifest_env, "AP_INSTANCE_ID": str(i)},
+            )
         for process in self.processes.values():
             process.start()
         kube_env = {k: v for k, v in cluster_env.items() if k in GATEWAY_KUBE_SETTINGS}
-        gateway = GatewayProcess(
-            redis_url=self.redis_url,
-            api=self.devnet.lcd_url,
-            tls_dir=self.tmp / "gateway-tls",
-            log_path=self.tmp / "gateway.log",
-            port=self.gateway_port,
-            dashboard_port=self.dashboard_port,
-            dashboard_token=self.dashboard_token,
-            grpc_port=self.grpc_port,
-            extra_env={
-                "AP_GATEWAY_REQUEST_TIMEOUT": "10s",
-                "AP_GATEWAY_SUBMIT_TIMEOUT": "60s",
-                **kube_env,
-                **self.gateway_env,
-            },
-        )
+        gateways = [
+            GatewayProcess(
+                redis_url=self.redis_url,
+                api=self.devnet.lcd_url,
+                tls_dir=self.tmp / "gateway-tls",  # one certificate, shared by the replicas
+                log_path=self.tmp / f"{name}.log",
+                port=self.gateway_port if i == 0 else None,
+                dashboard_port=self.dashboard_port if i == 0 else None,
+                dashboard_token=self.dashboard_token,
+                grpc_port=self.grpc_port if i == 0 else None,
+                extra_env={
+                    "AP_GATEWAY_REQUEST_TIMEOUT": "10s",
+                    "AP_GATEWAY_SUBMIT_TIMEOUT": "60s",
+                    **kube_env,
+                    **self.gateway_env,
+                    "AP_INSTANCE_ID": str(i),
+                },
+            )
+            for i, name in self._replicas("gateway")
+        ]
         for step in ("generate", "publish"):  # the provider's certificate, on chain
-            done = gateway.cert(step)
+            done = gateways[0].cert(step)
             if done.returncode != 0:
                 raise RuntimeError(f"gateway cert {step}: {done.stdout}{done.stderr}")
-        self.processes["gateway"] = gateway
-        gateway.start()
+        for (_, name), gateway in zip(self._replicas("gateway"), gateways, strict=True):
+            self.processes[name] = gateway
+            gateway.start()
         return self
+
+    def _replicas(self, service: str) -> list[tuple[int, str]]:
+        """``(index, process name)`` of each replica: ``service``, ``service-1``, …"""
+        return [(i, service if i == 0 else f"{service}-{i}") for i in range(self.replicas)]
+
+    def replicas_of(self, service: str) -> list[ServiceProcess]:
+        """Every replica of ``service`` (``cluster``: every cluster process)."""
+        return [
+            p
+            for name, p in self.processes.items()
+            if name.startswith(f"{service}-") or name == service
+        ]
 
     @property
     def gateway(self) -> GatewayProcess:
