@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 LAST_LINE = re.compile(
     r"chaos kills=(\d+) lost_leases=(\d+) duplicate_bids=(\d+) leaked_reservations=(\d+) "
@@ -17,6 +19,7 @@ LAST_LINE = re.compile(
 )
 
 
+@pytest.mark.timeout(900)  # about two and a half minutes: the run, then the audit
 def test_a_short_chaos_run_loses_nothing_and_does_nothing_twice() -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "chaos.py"),
