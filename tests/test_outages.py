@@ -45,7 +45,7 @@ async def test_no_process_dies_of_a_redis_outage(
         }
 
         private_redis.kill()
-        time.sleep(OUTAGE_S)
+        time.sleep(OUTAGE_S)  # the outage itself: Redis stays down this long, by design
         private_redis.socket_path.unlink(missing_ok=True)
         private_redis.start()
 
