@@ -483,6 +483,17 @@ async def test_effects_apply_once_per_envelope(bus: Bus) -> None:
     assert await bus.backend.hgetall("applied") == {"1": "1"}
 
 
+async def test_mget_reads_many_keys_in_their_order(bus: Bus) -> None:
+    async def effects(tx: BusTx) -> None:
+        tx.state.set("a", "1")
+        tx.state.set("c", "3")
+        tx.state.hset("h", {"f": "v"})
+
+    await bus.transact(effects)
+    assert await bus.backend.mget(["c", "missing", "a", "h"]) == ["3", None, "1", None]
+    assert await bus.backend.mget([]) == []
+
+
 async def test_state_and_outgoing_events_commit_together(bus: Bus) -> None:
     async def effects(tx: BusTx) -> None:
         tx.state.set("order:1", "bidding")

@@ -437,6 +437,9 @@ class MemoryBackend:
         value = self._store.alive(key)
         return value if isinstance(value, str) else None
 
+    async def mget(self, keys: Sequence[str]) -> list[str | None]:
+        return [await self.get(key) for key in keys]
+
     async def hgetall(self, key: str) -> dict[str, str]:
         value = self._store.alive(key)
         return dict(value) if isinstance(value, dict) and not isinstance(value, ZSet) else {}

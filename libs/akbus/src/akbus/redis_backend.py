@@ -372,6 +372,11 @@ class RedisBackend:
         value: str | None = await self._call(self._r.get, key)
         return value
 
+    async def mget(self, keys: Sequence[str]) -> list[str | None]:
+        if not keys:
+            return []
+        return list(await self._call(self._r.mget, list(keys)))
+
     async def hgetall(self, key: str) -> dict[str, str]:
         return dict(await self._call(self._r.hgetall, key))
 
