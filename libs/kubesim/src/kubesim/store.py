@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import json
 import random
 import uuid
@@ -117,10 +118,13 @@ class Store:
         self._history_size = history
         self._history: deque[Event] = deque()
         self._objects: dict[StoreKey, dict[ObjKey, dict[str, Any]]] = {}
+        # each kind's keys, in order, everywhere (None) and per namespace
+        self._sorted: dict[tuple[StoreKey, str | None], list[ObjKey]] = {}
         # per kind and namespace, the keys there: reads of one namespace cost its size,
         # not the cluster's (controllers read one owner's objects at a time)
         self._in_namespace: dict[StoreKey, dict[str, set[ObjKey]]] = {}
         self._watches: set[Watch] = set()
+        self._allocations = services.Allocations()  # what the stored Services hold
         self.listeners: list[Callable[[Event], None]] = []
         schemas.schema_version(kube_version)  # refuse an unsupported version early
 
@@ -147,11 +151,24 @@ class Store:
         objects = self._objects.get(key, {})
         return [clone(objects[k]) for k in self._keys(key, namespace)]
 
+    def stored(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The stored objects of a kind (in one namespace) themselves, not copies, ordered
+        by namespace and name: for the controllers' read-only scans, which copy what they
+        change."""
+        objects = self._objects.get(key, {})
+        return [objects[k] for k in self._keys(key, namespace)]
+
     def _keys(self, key: StoreKey, namespace: str | None) -> list[ObjKey]:
-        """The keys of a kind's objects (in one namespace), sorted."""
-        if namespace is None:
-            return sorted(self._objects.get(key, {}))
-        return sorted(self._in_namespace.get(key, {}).get(namespace, ()))
+        """The keys of a kind's objects (in one namespace), sorted; kept sorted until a key
+        comes or goes, so a page of a long list costs a page."""
+        if (key, namespace) not in self._sorted:
+            keys = (
+                self._objects.get(key, {})
+                if namespace is None
+                else self._in_namespace.get(key, {}).get(namespace, ())
+            )
+            self._sorted[key, namespace] = sorted(keys)
+        return self._sorted[key, namespace]
 
     def select(
         self,
@@ -162,22 +179,29 @@ class Store:
         *,
         limit: int = 0,
         token: str | None = None,
+        copy: bool = True,
     ) -> tuple[list[dict[str, Any]], str | None, int]:
-        """One page of matching objects: (items, continue token, remaining count)."""
+        """One page of matching objects: (items, continue token, remaining count); with
+        ``copy=False`` the stored objects themselves, to be read only (a page to send)."""
+        share: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = clone if copy else list
         start: ObjKey | None = None
         if token:
             start = self._read_token(token)
         objects = self._objects.get(rtype.store_key, {})
         keys = self._keys(rtype.store_key, namespace)
         if start is not None:
-            keys = [k for k in keys if k > start]
-        found = [objects[k] for k in keys if labels(objects[k]) and fields(objects[k])]
-        if limit and len(found) > limit:
-            page = found[:limit]
-            last = page[-1]["metadata"]
-            cont = self._make_token((last.get("namespace", ""), last["name"]))
-            return clone(page), cont, len(found) - limit
-        return clone(found), None, 0
+            keys = keys[bisect.bisect_right(keys, start) :]
+        found: list[dict[str, Any]] = []
+        for position, key in enumerate(keys):
+            obj = objects[key]
+            if not (labels(obj) and fields(obj)):
+                continue
+            if limit and len(found) == limit:  # one more: the page ends before it
+                last = found[-1]["metadata"]
+                cont = self._make_token((last.get("namespace", ""), last["name"]))
+                return share(found), cont, len(keys) - position  # exact without selectors
+            found.append(obj)
+        return share(found), None, 0
 
     def _make_token(self, start: ObjKey) -> str:
         raw = json.dumps({"rv": self.rv, "start": list(start)}).encode()
@@ -568,11 +592,7 @@ class Store:
         if rtype.store_key == PVCS and old is None:
             self._default_storage_class(obj)
         if rtype.store_key == SERVICES:
-            uid = obj["metadata"].get("uid")
-            others = [
-                o for o in self._objects.get(SERVICES, {}).values() if o["metadata"]["uid"] != uid
-            ]
-            causes += services.allocate(obj, old, others)
+            causes += self._allocations.allocate(obj, old)
         if causes:
             raise errors.invalid(rtype, name, causes)
         if not system and (size := len(json.dumps(obj, separators=(",", ":")))) > MAX_OBJECT:
@@ -593,6 +613,14 @@ class Store:
         old: dict[str, Any] | None,
     ) -> None:
         self.rv += 1
+        if rtype.store_key == SERVICES:
+            if old is not None:
+                self._allocations.release(old)
+            if new is not None:
+                self._allocations.hold(new)
+        if old is None or new is None:
+            self._sorted.pop((rtype.store_key, None), None)
+            self._sorted.pop((rtype.store_key, key[0]), None)
         objects = self._objects.setdefault(rtype.store_key, {})
         index = self._in_namespace.setdefault(rtype.store_key, {})
         if new is None:

@@ -85,6 +85,6 @@ class Controllers:
             started = monotonic()
             self.reconcile()
             # a pass reads every object, so on a big cluster under a stream of writes
-            # back-to-back passes would starve the API: after a slow pass, rest half as long
+            # back-to-back passes would starve the API: after a slow pass, rest as long
             took = monotonic() - started
-            await asyncio.sleep(min(took / 2, 0.5) if took > SLOW_PASS_S else 0)
+            await asyncio.sleep(min(took, 2.0) if took > SLOW_PASS_S else 0)

@@ -102,6 +102,11 @@ class Context:
     def items(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
         return self.store.items(key, namespace)
 
+    def scan(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Every object of a kind (in one namespace) as stored, not copied — a pass over ten
+        thousand of them costs the reading: read only, `clone` one before changing it."""
+        return self.store.stored(key, namespace)
+
     def _rtype(self, key: StoreKey) -> Any:
         rtype = self.store.catalog.by_store_key(key)
         if rtype is None:

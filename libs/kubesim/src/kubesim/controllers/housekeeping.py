@@ -22,7 +22,7 @@ from kubesim.controllers.base import (
     condition,
     terminating,
 )
-from kubesim.store import CRDS, now
+from kubesim.store import CRDS, clone, now
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -52,11 +52,11 @@ def bootstrap(ctx: Context, kubelet_version: str) -> None:
 
 
 def namespaces(ctx: Context) -> None:
-    for ns in ctx.items(NAMESPACES):
+    for ns in ctx.scan(NAMESPACES):  # read only: a terminating one is copied
         if not terminating(ns):
             continue
         with ctx.isolated("namespaces", ns):
-            _namespace(ctx, ns)
+            _namespace(ctx, clone(ns))
 
 
 def _namespace(ctx: Context, ns: dict[str, Any]) -> None:
@@ -73,9 +73,12 @@ def _namespace(ctx: Context, ns: dict[str, Any]) -> None:
 
 
 def garbage_collector(ctx: Context) -> None:
+    owned = [(k, o) for k, o in ctx.store.all_objects() if o["metadata"].get("ownerReferences")]
+    if not owned:
+        return
     uids = {obj["metadata"].get("uid") for _, obj in ctx.store.all_objects()}
     doomed = []
-    for key, obj in ctx.store.all_objects():
+    for key, obj in owned:
         with ctx.isolated("garbage-collector", obj):
             refs = obj["metadata"].get("ownerReferences") or []
             if refs and not terminating(obj) and all(r.get("uid") not in uids for r in refs):

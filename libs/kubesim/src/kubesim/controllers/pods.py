@@ -23,7 +23,7 @@ from typing import Any
 from kubesim import defaults, quantity
 from kubesim.controllers.base import NODES, PODS, PVCS, Context, condition, monotonic, terminating
 from kubesim.selectors import match_node_selector_terms
-from kubesim.store import now
+from kubesim.store import clone, now
 
 # what the default scheduler's scoring assumes for a container that requests nothing
 SCORING_DEFAULTS = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 2**20)}
@@ -91,7 +91,7 @@ def scheduler(ctx: Context) -> None:
         with ctx.isolated("scheduler", node):
             offered[node["metadata"]["name"]] = _allocatable(node)
             nodes.append(node)
-    pods = ctx.items(PODS)
+    pods = ctx.scan(PODS)  # read only: a pod is copied before it is placed
     requests: dict[str, dict[str, Decimal]] = {}
     for pod in pods:
         with ctx.isolated("scheduler", pod):
@@ -110,7 +110,7 @@ def scheduler(ctx: Context) -> None:
         if pod["spec"].get("schedulerName", "default-scheduler") != "default-scheduler":
             continue
         with ctx.isolated("scheduler", pod):
-            _schedule(ctx, pod, asked, room)
+            _schedule(ctx, clone(pod), asked, room)
 
 
 @dataclass
@@ -215,7 +215,7 @@ class Kubelets:
     def __call__(self, ctx: Context) -> None:
         nodes = {n["metadata"]["name"]: n for n in ctx.items(NODES)}
         seen = set()
-        for pod in ctx.items(PODS):
+        for pod in ctx.scan(PODS):  # read only: a status is written as a new object
             uid = pod["metadata"].get("uid")
             seen.add(uid)
             node_name = (pod.get("spec") or {}).get("nodeName")

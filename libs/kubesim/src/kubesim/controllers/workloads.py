@@ -32,6 +32,7 @@ from kubesim.controllers.base import (
     terminating,
 )
 from kubesim.selectors import match_label_selector
+from kubesim.store import clone
 
 
 def template_hash(template: dict[str, Any]) -> str:
@@ -45,12 +46,13 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 
 
 def _owned(ctx: Context, key: tuple[str, str], owner: dict[str, Any]) -> list[dict[str, Any]]:
-    return [o for o in ctx.items(key, owner["metadata"]["namespace"]) if owned_by(o, owner)]
+    """What ``owner`` owns, as stored: read only."""
+    return [o for o in ctx.scan(key, owner["metadata"]["namespace"]) if owned_by(o, owner)]
 
 
 # -- Deployments ---------------------------------------------------------------
 def deployments(ctx: Context) -> None:
-    for deploy in ctx.items(DEPLOYMENTS):
+    for deploy in ctx.scan(DEPLOYMENTS):  # read only: a status is written as a new object
         if terminating(deploy):
             continue
         with ctx.isolated("deployments", deploy):
@@ -104,6 +106,7 @@ def _deployment(ctx: Context, deploy: dict[str, Any]) -> None:
         )
     elif current["spec"].get("replicas") != replicas:
         before = current["spec"].get("replicas")
+        current = clone(current)
         current["spec"]["replicas"] = replicas
         ctx.update(REPLICASETS, current)
         verb = "up" if replicas > (before or 0) else "down"
@@ -116,8 +119,9 @@ def _deployment(ctx: Context, deploy: dict[str, Any]) -> None:
     for old in sets:
         if old["metadata"]["name"] != name and old["spec"].get("replicas"):
             before = old["spec"]["replicas"]
-            old["spec"]["replicas"] = 0
-            ctx.update(REPLICASETS, old)
+            scaled = clone(old)
+            scaled["spec"]["replicas"] = 0
+            ctx.update(REPLICASETS, scaled)
             ctx.event(
                 deploy,
                 "ScalingReplicaSet",
@@ -182,7 +186,7 @@ def _deployment_status(ctx: Context, deploy: dict[str, Any], current: str, repli
 
 # -- ReplicaSets ---------------------------------------------------------------
 def replicasets(ctx: Context) -> None:
-    for rs in ctx.items(REPLICASETS):
+    for rs in ctx.scan(REPLICASETS):  # read only: a status is written as a new object
         if terminating(rs):
             continue
         with ctx.isolated("replicasets", rs):
@@ -257,7 +261,7 @@ def _new_pod(
 
 # -- StatefulSets --------------------------------------------------------------
 def statefulsets(ctx: Context) -> None:
-    for sts in ctx.items(STATEFULSETS):
+    for sts in ctx.scan(STATEFULSETS):  # read only: a status is written as a new object
         if terminating(sts):
             continue
         with ctx.isolated("statefulsets", sts):
