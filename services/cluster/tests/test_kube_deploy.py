@@ -23,8 +23,8 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi
 
+from akcluster.adapters import kube_scan
 from akcluster.adapters.kube_deploy import (
-    DeployedLease,
     KubeDeployments,
     KubeRejected,
     KubeUnavailable,
@@ -343,6 +343,18 @@ async def settle(
     return value
 
 
+async def unclaimed(backend: Backend) -> tuple[list[LeaseID], list[LeaseID]]:
+    """The leases of every Manifest resource and of every lease namespace (a scan that
+    asks for none)."""
+    async with backend.scan() as scan:
+        return await scan.unclaimed()
+
+
+def in_listing_order(*leases: LeaseID) -> list[LeaseID]:
+    """Leases in the order a scan takes them: their namespaces' names."""
+    return sorted(leases, key=lease_namespace)
+
+
 async def answers(backend: KubeDeployments) -> bool:
     try:
         await backend.server_version()
@@ -376,24 +388,45 @@ async def test_teardown_removes_the_lease_and_is_idempotent(backend: Backend) ->
     await backend.apply(objects(OTHER))
     await backend.teardown(LEASE)
     await backend.teardown(LEASE)
-    assert [d.lease_id for d in await backend.deployed()] == [OTHER]
-    assert await settle(backend.lease_namespaces, what="the namespace gone") == [OTHER]
+    assert await settle(
+        lambda: unclaimed(backend), what="the namespace gone", until=lambda u: u[1] == [OTHER]
+    ) == ([OTHER], [OTHER])
+    assert await backend.manifest(LEASE) is None
     await backend.teardown(OTHER)
-    assert await backend.deployed() == []
+    assert (await unclaimed(backend))[0] == []
 
 
-async def test_deployed_and_lease_namespaces_list_every_lease(backend: Backend) -> None:
-    assert await backend.deployed() == []
-    assert await backend.lease_namespaces() == []
+async def test_a_scan_finds_each_lease_as_applied_and_what_no_lease_asked_for(
+    backend: Backend,
+) -> None:
+    assert await unclaimed(backend) == ([], [])
     await backend.apply(objects())
     await backend.apply(objects(OTHER))
-    found = await backend.deployed()
-    assert sorted(d.lease_id for d in found) == sorted([LEASE, OTHER])
-    assert all(isinstance(d, DeployedLease) for d in found)
-    manifest = next(d.manifest for d in found if d.lease_id == LEASE)
+    async with backend.scan() as scan:
+        for lease in in_listing_order(LEASE, OTHER):
+            assert await scan.unchanged(objects(lease))
+        assert await scan.unclaimed() == ([], [])
+    async with backend.scan() as scan:
+        assert await scan.unchanged(objects(OTHER))
+        assert await scan.unclaimed() == ([LEASE], [LEASE])
+    assert sorted((await unclaimed(backend))[0]) == sorted([LEASE, OTHER])
+    manifest = await backend.manifest(LEASE)
+    assert manifest is not None
     assert manifest["kind"] == "Manifest"
     assert manifest["spec"]["group"]["name"] == "westcoast"
-    assert sorted(await backend.lease_namespaces()) == sorted([LEASE, OTHER])
+
+
+async def test_a_scan_tells_a_lease_with_an_object_changed_or_missing(backend: Backend) -> None:
+    await backend.apply(objects())
+    await backend.apply(objects(OTHER, image="nginx:1.27"))
+    async with backend.scan() as scan:
+        found = {
+            lease: await scan.unchanged(objects(lease)) for lease in in_listing_order(LEASE, OTHER)
+        }
+    assert found == {LEASE: True, OTHER: False}
+    async with backend.scan() as scan:
+        more = [*objects(), kube_service(LEASE, "cache", [{"port": 6379}], node_port=False)]
+        assert not await scan.unchanged(more)
 
 
 async def test_every_service_becomes_available(backend: Backend) -> None:
@@ -448,6 +481,47 @@ async def test_a_removed_field_and_drift_are_written(kube: KubeDeployments, api:
     )
     assert await kube.apply(without) == 1  # someone scaled it: back to the manifest's count
     assert (await read(apps.read_namespaced_deployment, "web", NS))["spec"]["replicas"] == 2
+
+
+async def test_a_scan_reads_page_by_page_and_tells_drift_from_server_defaults(
+    kube: KubeDeployments, api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five leases, listed two objects a page: one scaled by hand, one missing its Service,
+    one whose namespace is being deleted; foreign labels and server defaults are no drift."""
+    leases = in_listing_order(
+        *(
+            LeaseID(owner=address(1), dseq=dseq, gseq=1, oseq=1, provider=address(2))
+            for dseq in range(90, 95)
+        )
+    )
+    for lease in leases:
+        await kube.apply(objects(lease))
+    scaled, missing, deleting, labelled, _ = leases
+    apps, core = AppsV1Api(api), CoreV1Api(api)
+    await asyncio.to_thread(
+        apps.patch_namespaced_deployment_scale,
+        "web",
+        lease_namespace(scaled),
+        {"spec": {"replicas": 5}},
+    )
+    await asyncio.to_thread(core.delete_namespaced_service, "db", lease_namespace(missing))
+    await asyncio.to_thread(
+        core.patch_namespace,
+        lease_namespace(deleting),
+        {"metadata": {"finalizers": ["example.com/hold"]}},
+    )
+    await asyncio.to_thread(core.delete_namespace, lease_namespace(deleting))
+    await asyncio.to_thread(
+        apps.patch_namespaced_deployment,
+        "web",
+        lease_namespace(labelled),
+        {"metadata": {"labels": {"example.com/team": "a"}}},
+    )
+    monkeypatch.setattr(kube_scan, "PAGE", 2)
+    async with kube.scan() as scan:
+        found = [await scan.unchanged(objects(lease)) for lease in leases]
+        assert await scan.unclaimed() == ([], [])
+    assert found == [False, False, False, True, True]
 
 
 async def test_a_new_image_is_one_write_and_the_pods_roll(
@@ -634,8 +708,8 @@ async def test_an_unavailable_api_server_is_unavailable(
         lambda: backend.teardown(LEASE),
         lambda: backend.lease_status(LEASE, SERVICES, PUBLIC),
         lambda: backend.pods_failing(LEASE),
-        backend.deployed,
-        backend.lease_namespaces,
+        lambda: unclaimed(backend),
+        lambda: backend.manifest(LEASE),
         backend.server_version,
     ]
     try:
@@ -678,7 +752,7 @@ async def test_install_is_idempotent_and_server_version(
     assert version["gitVersion"].startswith("v1.")
 
 
-async def test_lease_namespaces_skip_what_is_not_a_lease(
+async def test_a_scan_leaves_out_namespaces_that_are_no_lease(
     kube: KubeDeployments,
 ) -> None:
     orphan = objects()[1]  # a lease's namespace without a Manifest: found, to be torn down
@@ -687,8 +761,7 @@ async def test_lease_namespaces_skip_what_is_not_a_lease(
     labels = {"akash.network": "true"}  # not all of a lease's labels
     partial = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p", "labels": labels}}
     assert await kube.apply([orphan, odd, partial]) == 3
-    assert await kube.lease_namespaces() == [LEASE]
-    assert await kube.deployed() == []
+    assert await unclaimed(kube) == ([], [LEASE])
 
 
 async def test_a_conflict_is_read_again_and_written_once(

@@ -24,9 +24,11 @@ if the record is still the one the step read — else merged with what changed m
 A migration (Akash's ``/hostname/migrate``, ``/endpoint/migrate``) gives names an owner's
 lease holds to another lease of that owner, then re-applies both.
 
-At start the records are reconciled with Kubernetes: a Manifest resource without a record
-(a provider moved from Akash's, or Redis lost) gets one, a record is re-applied, and a lease
-namespace with neither is torn down.
+At start the records are reconciled with Kubernetes (:meth:`Deployments.recover`): every
+deployed lease's objects are compared with what the cluster holds, read with one LIST per
+kind, and only a lease whose objects differ is deployed again; a Manifest resource without a
+record (a provider moved from Akash's, or Redis lost) gets one, and a lease namespace with
+neither is torn down.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Protocol
 
 from akbus import Bus, BusTx, Message
@@ -59,18 +62,21 @@ from akcluster.domain.leases import (
     manifest_hostnames,
     service_names,
 )
+from akcluster.domain.ledger import Ledger
 from akcluster.domain.objects import (
     BuildSettings,
+    SchedulerParams,
     group_from_manifest_object,
     lease_objects,
     manifest_object,
     provider_host_objects,
     provider_leased_ip_objects,
     scheduler_params,
+    uses_offers,
 )
 from akcluster.domain.placement import CommitLevels
 from akcluster.handlers import Reservations
-from akcluster.registry import Refused, Registry, endpoint_key
+from akcluster.registry import Holders, Refused, Registry, endpoint_key, names_kept
 from aktypes.events import (
     BroadcastTx,
     CheckHostnames,
@@ -93,13 +99,16 @@ from aktypes.events import (
     MigrateEndpoints,
     MigrateHostnames,
     MigrationRefused,
-    ResourceOffer,
 )
 from aktypes.events.streams import CHAIN_TX, CLUSTER_EVENTS
 from aktypes.ids import LeaseID
 from aktypes.manifest.models import Group
+from aktypes.namespace import lease_namespace
 
 log = logging.getLogger("akcluster.deployments")
+
+RECOVERED = ("unchanged", "reapplied", "queued", "adopted", "orphans")
+_RECOVERY_BATCH = 250  # records read at once at start
 
 
 class Unavailable(Exception):
@@ -125,9 +134,22 @@ class Backend(Protocol):
         self, lease_id: LeaseID, services: Sequence[tuple[str, int]], public_hostname: str
     ) -> Any: ...
     async def pods_failing(self, lease_id: LeaseID) -> dict[str, str]: ...
-    async def deployed(self) -> list[Any]: ...
-    async def lease_namespaces(self) -> list[LeaseID]: ...
+    async def manifest(self, lease_id: LeaseID) -> dict[str, Any] | None: ...
+    def scan(self) -> Scan: ...
     async def server_version(self) -> dict[str, str]: ...
+
+
+class Scan(Protocol):
+    """One reading of every lease's objects, for recovery (``async with`` it): each lease's
+    objects compared with the cluster's, leases in the order of their namespaces' names;
+    then the leases of the Manifest resources and lease namespaces nobody asked for."""
+
+    async def __aenter__(self) -> Scan: ...
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+    async def unchanged(self, objects: Sequence[dict[str, Any]]) -> bool: ...
+    async def unclaimed(self) -> tuple[list[LeaseID], list[LeaseID]]: ...
 
 
 @dataclass(frozen=True)
@@ -490,10 +512,13 @@ class Deployments:
         await self.bus.transact(later)
 
     # -- deploy ---------------------------------------------------------------------------
-    async def _params(self, record: LeaseRecord) -> Mapping[str, Any]:
-        reservation = (await self.reservations.refresh()).get(str(record.lease_id.order_id))
-        allocated: list[ResourceOffer] = list(reservation.allocated) if reservation else []
-        return scheduler_params(record.group, allocated)
+    @staticmethod
+    def _params(record: LeaseRecord, ledger: Ledger) -> Mapping[str, SchedulerParams]:
+        """The lease's scheduler params: of its reservation's offers, when they matter."""
+        reservation = (
+            ledger.get(str(record.lease_id.order_id)) if uses_offers(record.group) else None
+        )
+        return scheduler_params(record.group, reservation.allocated if reservation else [])
 
     async def _claim_names(
         self, record: LeaseRecord
@@ -525,38 +550,33 @@ class Deployments:
         await self.hostnames.release(lease_id)
         await self.endpoints.release(lease_id)
 
-    def objects(
+    def _objects(
         self,
         record: LeaseRecord,
-        params: Mapping[str, Any],
-        withheld: Collection[str],
-        withheld_endpoints: Collection[str] = (),
+        params: Mapping[str, SchedulerParams],
+        withheld: Collection[str] | None = None,
+        withheld_endpoints: Collection[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Everything to apply for ``record``, the Manifest resource first."""
-        lease_id, group, version = record.lease_id, record.group, record.version
-        return [
-            manifest_object(lease_id, group, version, settings=self.build, params=params),
-            *lease_objects(
-                lease_id,
-                group,
-                version,
-                settings=self.build,
-                levels=self.levels,
-                params=params,
-                withheld=withheld,
+        """:func:`desired_objects` with this cluster's settings; names withheld as the
+        record says unless given."""
+        return desired_objects(
+            record,
+            params,
+            self.build,
+            self.levels,
+            withheld=record.withheld if withheld is None else withheld,
+            withheld_endpoints=(
+                record.withheld_endpoints if withheld_endpoints is None else withheld_endpoints
             ),
-            *provider_host_objects(lease_id, group, settings=self.build, withheld=withheld),
-            *provider_leased_ip_objects(
-                lease_id, group, settings=self.build, withheld=withheld_endpoints
-            ),
-        ]
+        )
 
     async def deploy(self, record: LeaseRecord) -> None:
         version, started = record.version, time.monotonic()
         refused: tuple[type[BaseException], ...] = (Rejected, ValueError, *self.errors.rejected)
         try:
             claimed, withheld, endpoints, kept = await self._claim_names(record)
-            objects = self.objects(record, await self._params(record), withheld, kept)
+            params = self._params(record, await self.reservations.refresh())
+            objects = self._objects(record, params, withheld, kept)
             writes = await self.backend.apply(objects)
             pruned = 0
             names = (claimed, withheld, endpoints, kept)
@@ -788,45 +808,82 @@ class Deployments:
 
     # -- recovery -------------------------------------------------------------------------
     async def recover(self) -> dict[str, int]:
-        """Reconcile the records with what Kubernetes holds; queue every lease's next step."""
-        counts = {"records": 0, "adopted": 0, "orphans": 0}
+        """Rebuild every lease's manager from its record and what the cluster holds.
+
+        A deployed lease's objects are built as its deploy would build them and compared with
+        the cluster's, read once for all leases (:meth:`Backend.scan`: one LIST per kind),
+        the leases taken in the order of their namespaces' names, as the API lists them. A
+        lease whose objects all match and whose names stay is ready as it is: nothing is
+        written and its health check stays as scheduled. One with an object missing or
+        changed (drift while the service was down) is deployed again; any other lease's next
+        step is queued now. A Manifest resource without a record (a provider moved from
+        Akash's, or Redis lost) is adopted; a lease namespace with neither is torn down.
+        What was done, by lease: ``unchanged``, ``reapplied``, ``queued``, ``adopted``,
+        ``orphans``.
+        """
+        counts = dict.fromkeys(RECOVERED, 0)
         members = await self.bus.backend.smembers(LEASES_KEY)
+        ledger = await self.reservations.refresh()
+        names = Holders(await self.hostnames.holders()), Holders(await self.endpoints.holders())
+        order = sorted(members, key=lambda member: lease_namespace(LeaseID.parse(member)))
+        async with self.backend.scan() as scan, _Records(self.bus, order) as records:
+            async for record in records:
+                outcome = await self._outcome(record, scan, ledger, names)
+                counts[outcome] += 1
+                if outcome != "unchanged":
+                    await self._again(record.lease_id)
+            manifests, namespaces = await scan.unclaimed()
         known = set(members)
-        for resource in await self.backend.deployed():
-            lease_id, group, version = group_from_manifest_object(_manifest_of(resource))
+        for lease_id in manifests:
             if str(lease_id) in known:
                 continue
-            record = await self.record(lease_id)
-            if record is not None:  # closed here: the resource is a leftover
-                if record.state == "closed":
-                    await self._queue_teardown(lease_id, group, version)
-                continue
-            await self._adopt(lease_id, group, version)
             known.add(str(lease_id))
-            counts["adopted"] += 1
-        for lease_id in await self.backend.lease_namespaces():
+            resource = await self.backend.manifest(lease_id)
+            if resource is None:  # gone meanwhile
+                continue
+            _, group, version = group_from_manifest_object(resource)
+            closed = await self.record(lease_id)
+            if closed is None:
+                await self._adopt(lease_id, group, version)
+                counts["adopted"] += 1
+            elif closed.state == "closed":  # closed here: the resource is a leftover
+                await self._queue_teardown(lease_id, group, version)
+        for lease_id in namespaces:
             if str(lease_id) not in known:
                 log.warning("lease namespace of %s has no manifest: tearing it down", lease_id)
                 await self._queue_teardown(lease_id, None, "")
                 counts["orphans"] += 1
-        now = self.clock()
-        counts["records"] = len(members)
+        for outcome, count in counts.items():
+            metrics.RECOVERED.labels(outcome).inc(count)
+        self.wake.set()
+        return counts
 
-        def reapply(
+    async def _outcome(
+        self, record: LeaseRecord, scan: Scan, ledger: Ledger, names: tuple[Holders, Holders]
+    ) -> str:
+        """What recovery does with a lease: nothing (``unchanged``), deploy it again
+        (``reapplied``), or queue its next step (``queued``: it is not deployed)."""
+        if record.state != "deployed" or record.applied != record.version:
+            return "queued"
+        if not names_kept(record, *names, self.blocked):
+            return "reapplied"
+        objects = self._objects(record, self._params(record, ledger))
+        return "unchanged" if await scan.unchanged(objects) else "reapplied"
+
+    async def _again(self, lease_id: LeaseID) -> None:
+        """Queue the lease's next step now; a deployed lease is deployed again."""
+        now = self.clock()
+
+        def again(
             before: LeaseRecord | None, _tx: BusTx
         ) -> tuple[LeaseRecord | None, float | None]:
-            """Queue the record's next step now; a deployed lease is applied again, since a
-            restart repairs whatever drifted meanwhile."""
             if before is None:
                 return None, None
             if before.state == "deployed":
                 return before.model_copy(update={"state": "deploying"}), now
             return before, now
 
-        for member in members:
-            await self._update(LeaseID.parse(member), reapply)
-        self.wake.set()
-        return counts
+        await self._update(lease_id, again)
 
     async def _adopt(self, lease_id: LeaseID, group: Group, version: str) -> None:
         now = self.clock()
@@ -855,6 +912,68 @@ class Deployments:
         await self._update(lease_id, close)
 
 
+class _Records:
+    """The records of ``members``, in that order: read a batch at a time, the next batch
+    asked for while one is used (``async with``, then ``async for``)."""
+
+    def __init__(self, bus: Bus, members: Sequence[str]) -> None:
+        self.bus = bus
+        self.batches = [
+            members[i : i + _RECOVERY_BATCH] for i in range(0, len(members), _RECOVERY_BATCH)
+        ]
+        self._next: asyncio.Future[list[str | None]] | None = None
+
+    def _read(self, batch: Sequence[str]) -> asyncio.Future[list[str | None]]:
+        keys = [lease_key(member) for member in batch]
+        return asyncio.ensure_future(self.bus.backend.mget(keys))
+
+    async def __aenter__(self) -> _Records:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._next is not None:
+            self._next.cancel()
+            with contextlib.suppress(BaseException):
+                await self._next
+
+    async def __aiter__(self) -> AsyncIterator[LeaseRecord]:
+        for index, batch in enumerate(self.batches):
+            current = self._next or self._read(batch)
+            following = self.batches[index + 1 : index + 2]
+            self._next = self._read(following[0]) if following else None
+            for raw in await current:
+                if raw:
+                    yield LeaseRecord.model_validate_json(raw)
+
+
+def desired_objects(
+    record: LeaseRecord,
+    params: Mapping[str, SchedulerParams],
+    build: BuildSettings,
+    levels: CommitLevels,
+    *,
+    withheld: Collection[str] = (),
+    withheld_endpoints: Collection[str] = (),
+) -> list[dict[str, Any]]:
+    """Everything a lease's deploy applies, the Manifest resource first: its group as
+    ``build`` and ``levels`` make it, without the hostnames and endpoints withheld."""
+    lease_id, group, version = record.lease_id, record.group, record.version
+    return [
+        manifest_object(lease_id, group, version, settings=build, params=params),
+        *lease_objects(
+            lease_id,
+            group,
+            version,
+            settings=build,
+            levels=levels,
+            params=params,
+            withheld=withheld,
+        ),
+        *provider_host_objects(lease_id, group, settings=build, withheld=withheld),
+        *provider_leased_ip_objects(lease_id, group, settings=build, withheld=withheld_endpoints),
+    ]
+
+
 def _may_have_stale_objects(
     record: LeaseRecord,
     claimed: list[str],
@@ -880,11 +999,6 @@ def _may_have_stale_objects(
 
 def _not_found(lease_id: LeaseID, message: str) -> LeaseQueryFailed:
     return LeaseQueryFailed(lease_id=lease_id, code="not_found", message=message)
-
-
-def _manifest_of(resource: Any) -> dict[str, Any]:
-    manifest = getattr(resource, "manifest", resource)
-    return dict(manifest)
 
 
 def _healthy(record: LeaseRecord, status: Any) -> bool:

@@ -38,3 +38,10 @@ MONITOR = Counter(
     ["state"],
 )
 MANAGERS = Gauge("provider_deployment_manager", "Leases with a deployment manager")
+RECOVERED = Counter(
+    "provider_deployment_recovered",
+    "Leases found at start, by what recovery did: unchanged (ready, nothing written), "
+    "reapplied (an object missing or changed), queued (not deployed yet), adopted (a "
+    "Manifest resource without a record), orphans (a lease namespace without either)",
+    ["result"],
+)

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from akbus import Bus, BusTx
-from akcluster.domain.leases import claim_hostnames
+from akcluster.domain.leases import (
+    LeaseRecord,
+    claim_hostnames,
+    hostname_refusals,
+    manifest_endpoints,
+    manifest_hostnames,
+)
 from aktypes.ids import LeaseID
 
 
@@ -26,6 +32,71 @@ def endpoint_key(owner: str, name: str) -> str:
 
 def _shown(name: str) -> str:
     return name.rpartition("/")[2]  # an endpoint without its owner; hostnames have no "/"
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What claiming names for a lease comes to: what it gets, what another lease of its
+    owner keeps from it, what is new to it and what it holds and no longer wants."""
+
+    claimed: list[str]
+    withheld: list[str]
+    fresh: list[str]
+    stale: list[str]
+
+
+def claim_plan(
+    lease_id: LeaseID, wanted: list[str], holders: Mapping[str, str], held: Iterable[str]
+) -> ClaimPlan:
+    """The claim of ``wanted`` for a lease holding ``held``, the names held as ``holders``."""
+    lease = str(lease_id)
+    claimed, withheld = claim_hostnames(lease_id, wanted, holders)
+    kept = set(claimed)
+    return ClaimPlan(
+        claimed=claimed,
+        withheld=withheld,
+        fresh=[n for n in claimed if holders.get(n) != lease],
+        stale=[n for n in held if n not in kept],
+    )
+
+
+class Holders:
+    """A registry's names as read at one moment, and the names each lease holds."""
+
+    def __init__(self, holders: Mapping[str, str]) -> None:
+        self.holders = holders
+        self._by_lease: dict[str, list[str]] = {}
+        for name, lease in holders.items():
+            self._by_lease.setdefault(lease, []).append(name)
+
+    def of(self, lease_id: LeaseID) -> list[str]:
+        return self._by_lease.get(str(lease_id), [])
+
+
+def names_kept(
+    record: LeaseRecord, hosts: Holders, endpoints: Holders, blocked: Iterable[str]
+) -> bool:
+    """Whether deploying the lease again would claim and withhold exactly the hostnames and
+    endpoints its record says it holds (recovery: nothing to change)."""
+    lease_id, owner = record.lease_id, record.lease_id.owner
+    wanted = manifest_hostnames(record.group)
+    if hostname_refusals(lease_id, wanted, hosts.holders, blocked):
+        return False
+    for held, want, claimed, withheld in (
+        (hosts, wanted, record.hosts, record.withheld),
+        (
+            endpoints,
+            [endpoint_key(owner, n) for n in manifest_endpoints(record.group)],
+            [endpoint_key(owner, n) for n in record.endpoints],
+            [endpoint_key(owner, n) for n in record.withheld_endpoints],
+        ),
+    ):
+        plan = claim_plan(lease_id, want, held.holders, held.of(lease_id))
+        if plan.fresh or plan.stale or sorted(plan.claimed) != sorted(claimed):
+            return False
+        if plan.withheld != withheld:
+            return False
+    return True
 
 
 class Refused(Exception):
@@ -74,13 +145,12 @@ class Registry:
             refused = refusals(holders)
             if refused:
                 raise Refused("forbidden", "; ".join(refused.values()))
-            claimed, withheld = claim_hostnames(lease_id, wanted, holders)
-            stale = [n for n, holder in holders.items() if holder == lease and n not in claimed]
-            fresh = [n for n in claimed if holders.get(n) != lease]
-            if not fresh and not stale:
-                return claimed, withheld
-            if await self._write(version, dict.fromkeys(fresh, lease), stale):
-                return claimed, withheld
+            held = [n for n, holder in holders.items() if holder == lease]
+            plan = claim_plan(lease_id, wanted, holders, held)
+            if not plan.fresh and not plan.stale:
+                return plan.claimed, plan.withheld
+            if await self._write(version, dict.fromkeys(plan.fresh, lease), plan.stale):
+                return plan.claimed, plan.withheld
 
     async def release(self, lease_id: LeaseID) -> None:
         lease = str(lease_id)

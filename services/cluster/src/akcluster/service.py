@@ -1,9 +1,10 @@
 """The cluster service process: inventory, reservations, deployments, status.
 
 Start: build the inventory backend (``null``: a nodes file; ``kube``: watches through the
-official client, awaited until its first full listing) and the deployment backend (``kube``:
-the akash.network CRDs installed, then applies through the official client; ``null``: in
-memory), reconcile the lease records with what the cluster holds, then answer the commands
+official client, its first full listing awaited) and the deployment backend (``kube``: the
+akash.network CRDs installed, then applies through the official client; ``null``: in
+memory), reconcile the lease records with what the cluster holds (while the inventory is
+listed: :meth:`~akcluster.deployments.Deployments.recover`), then answer the commands
 on ``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
 what ``LeaseClosed`` ends, and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
@@ -14,21 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from akbus import ConnectionLost
 from akcluster import metrics
 from akcluster.adapters.null import load_inventory
 from akcluster.deployments import Backend, Deployments, Errors, MonitorPolicy
 from akcluster.domain.inventory import GPUModel, Inventory
-from akcluster.domain.ledger import Reservation
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import InventoryFileError
 from akcluster.handlers import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
+from akservice.runtime import GC_THRESHOLDS
 from aktypes.events import (
     CheckHostnames,
     ClusterStatus,
@@ -52,7 +54,9 @@ from aktypes.events.streams import (
     CLUSTER_EVENTS,
     MANIFEST_EVENTS,
 )
-from aktypes.resources import EPHEMERAL
+
+if TYPE_CHECKING:
+    from akcluster.adapters.kube import KubeInventory
 
 log = logging.getLogger("akcluster")
 
@@ -135,7 +139,7 @@ async def publish_status(
             metrics.MANAGERS.set(leases)
             held: dict[str, list[ResourceTotals]] = {"pending": [], "active": []}
             for reservation in ledger.reservations.values():
-                held[reservation.state].append(_reservation_totals(reservation))
+                held[reservation.state].append(reservation.totals)
             event = InventoryChanged(
                 nodes=len(inventory.nodes), allocatable=allocatable, available=inventory.available()
             )
@@ -186,8 +190,12 @@ async def publish_status(
 
 
 async def start(rt: Runtime[ClusterSettings]) -> None:
+    # start-up reads every lease and object back (millions of short-lived objects for ten
+    # thousand leases): collect as rarely as the running service does, not every 700
+    gc.set_threshold(*GC_THRESHOLDS)
     settings = rt.settings
     view = InventoryView()
+    kube: KubeInventory | None = None
     if settings.cluster_backend == "null":
         view.update(load_inventory(settings.cluster_inventory_file))
         log.info("null inventory: %d node(s)", len(view.current.nodes) if view.current else 0)
@@ -198,20 +206,11 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
             settings.kubeconfig, storage_pools=settings.storage_pools(), on_change=view.update
         )
         rt.readiness(lambda: [f"Kubernetes: {kube.error}"] if kube.error else [])
-        rt.supervise(kube.run(), "inventory")
-        await rt.wait_for(
-            "the first inventory from Kubernetes",
-            lambda: kube.wait_synced(5.0),
-            retry_on=(TimeoutError,),
-        )
+        rt.supervise(kube.run(), "inventory")  # listed while the leases are recovered
     res = Reservations(
         rt.bus,
         view.get,
-        levels=CommitLevels(
-            cpu=settings.overcommit_pct_cpu,
-            memory=settings.overcommit_pct_mem,
-            storage=settings.overcommit_pct_storage,
-        ),
+        levels=commit_levels(settings),
         node_ports=settings.cluster_node_ports,
         ips=settings.cluster_leased_ips,
     )
@@ -225,14 +224,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         backend,
         res,
         errors=errors,
-        build=BuildSettings(
-            public_hostname=settings.cluster_public_hostname,
-            network_policies=settings.deployment_network_policies_enabled,
-            ingress_class=settings.deployment_ingress_class,
-            pull_secret=settings.docker_image_pull_secrets_name,
-            manifest_namespace=settings.k8s_manifest_ns,
-            runtime_class=settings.deployment_runtime_class,
-        ),
+        build=build_settings(settings),
         levels=res.levels,
         monitor=MonitorPolicy(
             max_retries=settings.monitor_max_retries,
@@ -245,13 +237,26 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         concurrency=settings.cluster_deploy_concurrency,
         activate_reservations=settings.cluster_backend == "kube",
     )
-    counts = await rt.wait_for("the leases held by the cluster", deployments.recover)
+    counts = await rt.wait_for(
+        "the leases held by the cluster",
+        deployments.recover,
+        retry_on=(ConnectionLost, *errors.unavailable),
+    )
     log.info(
-        "recovered %d lease(s), adopted %d from Kubernetes, %d orphan namespace(s) to remove",
-        counts["records"],
+        "recovered %d lease(s) unchanged, %d to deploy again, %d queued; adopted %d from "
+        "Kubernetes; %d orphan namespace(s) to remove",
+        counts["unchanged"],
+        counts["reapplied"],
+        counts["queued"],
         counts["adopted"],
         counts["orphans"],
     )
+    if kube is not None:
+        await rt.wait_for(
+            "the first inventory from Kubernetes",
+            lambda: kube.wait_synced(5.0),
+            retry_on=(TimeoutError,),
+        )
     commands = rt.subscriber(CLUSTER_COMMANDS)
     commands.add(ReserveResources, res.reserve)
     commands.add(UnreserveResources, res.unreserve)
@@ -268,6 +273,26 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     chain.add(LeaseClosed, deployments.on_lease_closed)
     rt.supervise(deployments.run(rt.stopping), "deployments")
     rt.supervise(publish_status(rt, view, res, deployments, kube_version), "status")
+
+
+def build_settings(settings: ClusterSettings) -> BuildSettings:
+    """How the settings want a lease's objects built."""
+    return BuildSettings(
+        public_hostname=settings.cluster_public_hostname,
+        network_policies=settings.deployment_network_policies_enabled,
+        ingress_class=settings.deployment_ingress_class,
+        pull_secret=settings.docker_image_pull_secrets_name,
+        manifest_namespace=settings.k8s_manifest_ns,
+        runtime_class=settings.deployment_runtime_class,
+    )
+
+
+def commit_levels(settings: ClusterSettings) -> CommitLevels:
+    return CommitLevels(
+        cpu=settings.overcommit_pct_cpu,
+        memory=settings.overcommit_pct_mem,
+        storage=settings.overcommit_pct_storage,
+    )
 
 
 def _deployment_backend(settings: ClusterSettings) -> tuple[Backend, Errors]:
@@ -293,26 +318,6 @@ def _deployment_backend(settings: ClusterSettings) -> tuple[Backend, Errors]:
 
 class _Never(Exception):
     """Raised by nothing: the null backend cannot be unavailable."""
-
-
-def _reservation_totals(reservation: Reservation) -> ResourceTotals:
-    """What one reservation's group asks for in all (Akash's per-reservation metric)."""
-    cpu = gpu = memory = ephemeral = 0
-    storage: dict[str, int] = {}
-    for unit in reservation.group.resources:
-        resources, count = unit.resource, unit.count
-        cpu += resources.cpu.units.val * count if resources.cpu else 0
-        gpu += resources.gpu.units.val * count if resources.gpu else 0
-        memory += resources.memory.size.val * count if resources.memory else 0
-        for volume in resources.storage or ():
-            size, cls = volume.size.val * count, volume.storage_class
-            if cls == EPHEMERAL:
-                ephemeral += size
-            else:
-                storage[cls] = storage.get(cls, 0) + size
-    return ResourceTotals(
-        cpu=cpu, gpu=gpu, memory=memory, storage_ephemeral=ephemeral, storage=storage
-    )
 
 
 SPEC = ServiceSpec(

@@ -42,7 +42,8 @@ from types import MappingProxyType
 from typing import Any, Generic, Self, TypeVar
 
 import kubernetes
-from kubernetes.client import ApiClient, Configuration, CoreV1Api, StorageV1Api
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
 
 from akcluster.adapters.kube_objects import (
     Obj,
@@ -65,7 +66,7 @@ class _Table(Generic[V]):
     """One watched resource: how to list it, and what of each object the inventory keeps."""
 
     name: str
-    lister: Callable[..., Any]  # a generated client's list call (watch=True makes it a watch)
+    path: str  # where the API lists it (in every namespace)
     key: Callable[[Obj], str]
     derive: Callable[[Obj], V | None]  # None: the object does not count
     rows: dict[str, V] = field(default_factory=dict)
@@ -236,19 +237,13 @@ class KubeInventory:
         self._backoff = backoff_s
         self._request_timeout = request_timeout_s
         self._watch_timeout = watch_timeout_s
-        core, storage = CoreV1Api(api_client), StorageV1Api(api_client)
-        self._nodes: _Table[Node] = _Table("nodes", core.list_node, name_of, self._node)
-        self._pods: _Table[tuple[str, Capacity]] = _Table(
-            "pods", core.list_pod_for_all_namespaces, uid_of, pod_use
-        )
+        self._nodes: _Table[Node] = _Table("nodes", "/api/v1/nodes", name_of, self._node)
+        self._pods: _Table[tuple[str, Capacity]] = _Table("pods", "/api/v1/pods", uid_of, pod_use)
         self._claims: _Table[tuple[str | None, int]] = _Table(
-            "persistentvolumeclaims",
-            core.list_persistent_volume_claim_for_all_namespaces,
-            uid_of,
-            claim_of,
+            "persistentvolumeclaims", "/api/v1/persistentvolumeclaims", uid_of, claim_of
         )
         self._classes: _Table[bool] = _Table(
-            "storageclasses", storage.list_storage_class, name_of, is_default_class
+            "storageclasses", "/apis/storage.k8s.io/v1/storageclasses", name_of, is_default_class
         )
         self._tables: tuple[_Table[Any], ...] = (
             self._nodes,
@@ -411,42 +406,60 @@ class KubeInventory:
         if self._errors.pop(table.name, None) is not None:
             log.info("%s: connected again", table.name, extra={"resource": table.name})
 
+    def _open(self, path: str, query: list[tuple[str, Any]], timeout: Any) -> Any:
+        """GET ``path`` through the client (its kubeconfig, TLS, token), the response not
+        read yet; :class:`ApiException` for an answer other than 2xx. JSON, never the
+        generated models: a list of ten thousand pods costs its parsing only."""
+        api = self.api_client
+        request = api.param_serialize(
+            "GET",
+            path,
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        answer = api.call_api(*request, _request_timeout=timeout)
+        if not 200 <= answer.status <= 299:
+            answer.read()  # type: ignore[no-untyped-call]
+            raise ApiException(http_resp=answer)
+        return answer.response
+
     def _list(self, table: _Table[Any]) -> tuple[dict[str, Any], str | None]:
-        """Every object, page by page (on a worker thread); the first page's version is
-        where the watch starts, so nothing that changed while paging is missed."""
-        items: list[Obj] = []
+        """Every object, page by page (on a worker thread), each page reduced to what the
+        inventory keeps as it comes; the first page's version is where the watch starts,
+        so nothing that changed while paging is missed."""
+        rows: dict[str, Any] = {}
         version: str | None = None
         token: str | None = None
         while True:
-            options: dict[str, Any] = {"limit": self._page_size}
+            query: list[tuple[str, Any]] = [("limit", self._page_size)]
             if token:
-                options["_continue"] = token
-            response = table.lister(
-                _preload_content=False, _request_timeout=self._request_timeout, **options
-            )
+                query.append(("continue", token))
+            response = self._open(table.path, query, self._request_timeout)
             try:
                 body = json.loads(response.data)
             finally:
                 response.release_conn()
-            items.extend(body.get("items") or [])
+            rows.update(table.rows_of(body.get("items") or []))
             meta = body.get("metadata") or {}
             version = version or meta.get("resourceVersion") or None
             token = meta.get("continue")
             if not token:
-                return table.rows_of(items), version
+                return rows, version
 
     async def _watch(self, table: _Table[Any], version: str | None) -> tuple[str | None, bool]:
         """Apply a watch's events until the server ends it; the last version seen, and
         whether the watch got anywhere (an event, or a while connected)."""
         timeout = int(self._watch_timeout * (1 + random.random()))  # noqa: S311 - spread
+        query: list[tuple[str, Any]] = [
+            ("watch", True),
+            ("allowWatchBookmarks", True),
+            ("timeoutSeconds", timeout),
+            *([("resourceVersion", version)] if version else []),
+        ]
         stream = _Stream(
-            lambda: table.lister(
-                watch=True,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=timeout,
-                _preload_content=False,
-                _request_timeout=(self._request_timeout, timeout + self._request_timeout),
+            lambda: self._open(
+                table.path, query, (self._request_timeout, timeout + self._request_timeout)
             ),
             asyncio.get_running_loop(),
         ).start()

@@ -34,7 +34,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,12 +56,11 @@ from akcluster.adapters.kube_rules import (
     service_status,
     up_to_date,
 )
+from akcluster.adapters.kube_scan import AKASH_API, KubeScan
 from akcluster.adapters.null_deploy import (
     LEASE_LABELS,
-    DeployedLease,
     LeaseStatus,
     ingress_routes,
-    lease_id_of,
 )
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE, SERVICE_TARGET
 from akcluster.errors import ClusterError
@@ -71,7 +70,6 @@ from aktypes.namespace import lease_namespace
 
 __all__ = [
     "APPLIED",
-    "DeployedLease",
     "KubeDeployments",
     "KubeRejected",
     "KubeUnavailable",
@@ -83,7 +81,6 @@ log = logging.getLogger("akcluster.kube_deploy")
 
 Obj = dict[str, Any]
 
-AKASH_API = "akash.network/v2beta2"
 _CONFLICT_ATTEMPTS = 5
 _PAGE = 500
 # one more try for a connection that could not be made (or a pooled one gone stale);
@@ -304,34 +301,16 @@ class KubeDeployments:
                 failing[service] = f"pod {pod['metadata']['name']}: {reason}"
         return failing
 
-    async def deployed(self) -> list[DeployedLease]:
-        """Every Manifest resource in the manifest namespace, with the lease it names."""
+    async def manifest(self, lease_id: LeaseID) -> dict[str, Any] | None:
+        """The lease's Manifest resource, None when there is none."""
         manifests = await self._resource(AKASH_API, "Manifest")
         if manifests is None:
-            return []
-        found = []
-        for obj in await self._list(manifests, self.manifest_namespace):
-            lease_id = lease_id_of(obj)
-            if lease_id is None:
-                log.warning("Manifest %s names no lease; ignored", obj["metadata"]["name"])
-                continue
-            found.append(DeployedLease(lease_id, obj))
-        return found
+            return None
+        return await self._get(manifests, lease_namespace(lease_id), self.manifest_namespace)
 
-    async def lease_namespaces(self) -> list[LeaseID]:
-        """The leases of every namespace labelled as a lease's (not being deleted)."""
-        selector = ",".join([f"{MANAGED}=true", *LEASE_LABELS.values()])
-        found = []
-        for obj in await self._list(NAMESPACES, None, selector):
-            name = str(obj["metadata"]["name"])
-            lease_id = lease_id_of(obj)
-            if obj["metadata"].get("deletionTimestamp"):
-                continue
-            if lease_id is None or lease_namespace(lease_id) != name:
-                log.warning("namespace %s has lease labels of no lease of its name", name)
-                continue
-            found.append(lease_id)
-        return found
+    def scan(self) -> KubeScan:
+        """Every object of the provider's leases, read back once for recovery."""
+        return KubeScan(self)
 
     async def server_version(self) -> dict[str, str]:
         """The API server's ``/version`` (major, minor, gitVersion, platform…)."""
@@ -427,11 +406,17 @@ class KubeDeployments:
     async def _list(
         self, resource: _Resource, namespace: str | None, selector: str = ""
     ) -> list[Obj]:
-        """Every object (page by page), in ``namespace`` (None: all), matching ``selector``."""
-        items: list[Obj] = []
+        """Every object in ``namespace`` (None: all) matching ``selector``."""
+        return [obj async for page in self._pages(resource, namespace, selector) for obj in page]
+
+    async def _pages(
+        self, resource: _Resource, namespace: str | None, selector: str = "", limit: int = 0
+    ) -> AsyncGenerator[list[Obj], None]:
+        """The objects of a LIST, page by page (``limit``/``continue``), in the server's
+        order: by namespace, then name."""
         token = ""
         while True:
-            query: list[tuple[str, Any]] = [("limit", _PAGE)]
+            query: list[tuple[str, Any]] = [("limit", limit or _PAGE)]
             if selector:
                 query.append(("labelSelector", selector))
             if token:
@@ -441,10 +426,10 @@ class KubeDeployments:
             except _Answer as exc:
                 where = f" in {namespace}" if namespace else ""
                 raise _failure(exc, f"list of {resource.plural}{where}") from None
-            items.extend(page.get("items") or ())
+            yield list(page.get("items") or ())
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
-                return items
+                return
 
     async def _delete(self, resource: _Resource, name: str, namespace: str | None = None) -> bool:
         """Delete in the background (dependents follow); False when it was gone already."""
@@ -516,7 +501,7 @@ def _answer(status: int, reason: str, data: bytes) -> _Answer:
 
 def _failure(exc: _Answer, what: str) -> KubeUnavailable | KubeRejected:
     """What an answer means for the caller: the server cannot now, or the object is refused."""
-    if exc.status >= 500 or exc.status in (401, 403, 404, 408, 409, 429):
+    if exc.status >= 500 or exc.status in (401, 403, 404, 408, 409, 410, 429):
         return KubeUnavailable(f"{what}: {exc}")
     return KubeRejected(f"{what}: {exc}")
 

@@ -8,6 +8,7 @@ storage classes the inventory operator's labels announce, what a claim uses.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Mapping
@@ -45,7 +46,12 @@ Obj = dict[str, Any]
 def parse_quantity(text: object) -> Decimal:
     """A Kubernetes quantity ("7500m", "32Gi", "1e3") as an exact Decimal; ValueError if
     the API server would not take it."""
-    value = str(text).strip()
+    return _parse_quantity(str(text).strip())
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_quantity(value: str) -> Decimal:
+    """Remembered: the same few quantities come back in every pod of a big cluster."""
     if _QUANTITY.fullmatch(value) is None:
         raise ValueError(f"{value!r} is not a Kubernetes quantity")
     parsed: Decimal = kubernetes.utils.parse_quantity(value)  # type: ignore[no-untyped-call]

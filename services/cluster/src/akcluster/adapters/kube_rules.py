@@ -36,12 +36,17 @@ _RESTARTS = 3  # a container not ready after this many restarts keeps failing
 
 
 _NOT_BODY = frozenset({"apiVersion", "kind", "metadata", "status"})
+_SCALARS = (str, int, bool, float, type(None))
+
+
+# json.dumps(sort_keys=True, separators=(",", ":"), default=str), made once: recovery stamps
+# every object of every lease (objects built here have no cycles to check for)
+_STAMP = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str, check_circular=False)
 
 
 def fingerprint(desired: Mapping[str, Any]) -> str:
     """A short hash of the desired object, written in :data:`APPLIED`."""
-    text = json.dumps(desired, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256(_STAMP.encode(desired).encode()).hexdigest()[:32]
 
 
 def _prefix(key: str) -> str:
@@ -61,26 +66,36 @@ def owned_merge(current: Mapping[str, str] | None, desired: Mapping[str, str]) -
 def covers(actual: Any, wanted: Any) -> bool:
     """Whether ``actual`` (the server's) holds everything ``wanted`` says: dict keys the
     server added are defaults; lists must match element by element; a missing value
-    equals an empty or zero one (Go leaves those out); JSON null means "not set"."""
-    if isinstance(wanted, Mapping):
+    equals an empty or zero one (Go leaves those out); JSON null means "not set".
+
+    Exact types are tried first, and an equal part is taken whole: recovery runs this on
+    every object of every lease at start."""
+    kind = type(wanted)
+    if kind is dict or (kind not in _SCALARS and kind is not list and isinstance(wanted, Mapping)):
         if actual is None:
             return all(covers(None, value) for value in wanted.values())
-        return isinstance(actual, Mapping) and all(
-            covers(actual.get(key), value) for key, value in wanted.items()
-        )
-    if isinstance(wanted, list):
+        if actual == wanted:
+            return True
+        if type(actual) is not dict and not isinstance(actual, Mapping):
+            return False
+        for key, value in wanted.items():  # noqa: SIM110 - a loop: all() of a generator is slower
+            if not covers(actual.get(key), value):
+                return False
+        return True
+    if kind is list:
         if actual is None:
             return not wanted
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(wanted)
-            and all(covers(a, w) for a, w in zip(actual, wanted, strict=True))
-        )
+        if type(actual) is not list or len(actual) != len(wanted):
+            return False
+        for a, w in zip(actual, wanted, strict=True):  # noqa: SIM110 - as above
+            if not covers(a, w):
+                return False
+        return True
     if wanted is None:
         return True
     if actual is None:
-        return wanted == "" or wanted is False or (wanted == 0 and not isinstance(wanted, bool))
-    return type(actual) is type(wanted) and bool(actual == wanted)
+        return wanted == "" or wanted is False or (wanted == 0 and kind is not bool)
+    return type(actual) is kind and bool(actual == wanted)
 
 
 def _annotations(desired: Mapping[str, Any], stamp: str) -> dict[str, str]:

@@ -5,8 +5,8 @@ takes what the deployment managers apply, answers as a cluster would once everyt
 running (every service available with its full count), and forgets a lease on teardown.
 
 It also holds what both deployment backends share, because it needs nothing but aktypes:
-:class:`DeployedLease`, :data:`LeaseStatus` and :func:`lease_id_of` (the lease an object
-belongs to, from its labels or a Manifest's ``spec.lease_id``). The ``kube`` backend
+:data:`LeaseStatus` and :func:`lease_id_of` (the lease an object belongs to, from its
+labels or a Manifest's ``spec.lease_id``). The ``kube`` backend
 (:mod:`akcluster.adapters.kube_deploy`) re-exports them.
 """
 
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from akcluster.domain.objects.base import (
     LEASE_DSEQ,
@@ -62,14 +61,6 @@ PRUNED_KINDS = frozenset(
 
 
 MANIFEST_NAMESPACE_KINDS = frozenset({"ProviderHost", "ProviderLeasedIP"})
-
-
-@dataclass(frozen=True)
-class DeployedLease:
-    """A lease the cluster holds: its ID and its Manifest resource as stored."""
-
-    lease_id: LeaseID
-    manifest: dict[str, Any]
 
 
 def lease_id_of(obj: Mapping[str, Any]) -> LeaseID | None:
@@ -176,24 +167,50 @@ class NullDeployments:
     async def pods_failing(self, lease_id: LeaseID) -> dict[str, str]:  # noqa: ARG002
         return {}
 
-    async def deployed(self) -> list[DeployedLease]:
-        found = []
-        for (kind, _, _), obj in sorted(self.objects.items()):
-            lease_id = lease_id_of(obj) if kind == "Manifest" else None
-            if lease_id is not None:
-                found.append(DeployedLease(lease_id, copy.deepcopy(obj)))
-        return found
+    async def manifest(self, lease_id: LeaseID) -> dict[str, Any] | None:
+        namespace = lease_namespace(lease_id)
+        for (kind, _, name), obj in self.objects.items():
+            if kind == "Manifest" and name == namespace:
+                return copy.deepcopy(obj)
+        return None
 
-    async def lease_namespaces(self) -> list[LeaseID]:
-        found = []
-        for (kind, _, name), obj in sorted(self.objects.items()):
-            lease_id = lease_id_of(obj) if kind == "Namespace" else None
-            if lease_id is not None and lease_namespace(lease_id) == name:
-                found.append(lease_id)
-        return found
+    def scan(self) -> NullScan:
+        return NullScan(self.objects)
 
     async def server_version(self) -> dict[str, str]:
         return {}
+
+
+class NullScan:
+    """:class:`akcluster.adapters.kube_scan.KubeScan` over the kept objects."""
+
+    def __init__(self, objects: Mapping[tuple[str, str, str], Obj]) -> None:
+        self.objects = objects
+        self.asked: set[tuple[str, str, str]] = set()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def unchanged(self, objects: Sequence[Mapping[str, Any]]) -> bool:
+        keys = [_key(obj) for obj in objects]
+        self.asked.update(keys)
+        return all(self.objects.get(k) == obj for k, obj in zip(keys, objects, strict=True))
+
+    async def unclaimed(self) -> tuple[list[LeaseID], list[LeaseID]]:
+        manifests, namespaces = [], []
+        for key, obj in sorted(self.objects.items()):
+            kind, _, name = key
+            lease_id = lease_id_of(obj) if kind in ("Manifest", "Namespace") else None
+            if lease_id is None or key in self.asked:
+                continue
+            if kind == "Manifest":
+                manifests.append(lease_id)
+            elif lease_namespace(lease_id) == name:
+                namespaces.append(lease_id)
+        return manifests, namespaces
 
 
 def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:

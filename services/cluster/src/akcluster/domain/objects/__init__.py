@@ -20,6 +20,7 @@ from akcluster.domain.objects.base import (
     SchedulerParams,
     lease_labels,
     scheduler_params,
+    uses_offers,
 )
 from akcluster.domain.objects.custom import (
     crds,
@@ -46,4 +47,5 @@ __all__ = [
     "scheduler_params",
     "scheduler_params_from_manifest_object",
     "stale_objects",
+    "uses_offers",
 ]

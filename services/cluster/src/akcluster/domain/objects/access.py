@@ -13,11 +13,16 @@ import base64
 import json
 from collections.abc import Mapping
 
-from akcluster.domain.objects.base import MANIFEST_SERVICE, Obj, lease_labels, metadata
+from akcluster.domain.objects.base import (
+    MANIFEST_SERVICE,
+    Obj,
+    lease_labels,
+    metadata,
+    namespace_of,
+)
 from akcluster.domain.objects.workloads import credentials_secret_name, read_permissions
 from aktypes.ids import LeaseID
 from aktypes.manifest import Service
-from aktypes.namespace import lease_namespace
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -41,7 +46,7 @@ def rbac_objects(service: Service, lease_id: LeaseID) -> list[Obj]:
     read = read_permissions(service)
     if not read:
         return []
-    ns, name = lease_namespace(lease_id), service.name
+    ns, name = namespace_of(lease_id), service.name
     labels = _rbac_labels(lease_id, service)
     rules = [rule for resource in dict.fromkeys(read) for rule in READ_RULES.get(resource, ())]
     return [
@@ -88,7 +93,7 @@ def credentials_secret(service: Service, lease_id: LeaseID) -> Obj | None:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": metadata(credentials_secret_name(service), labels, lease_namespace(lease_id)),
+        "metadata": metadata(credentials_secret_name(service), labels, namespace_of(lease_id)),
         "type": "kubernetes.io/dockerconfigjson",
         "data": {".dockerconfigjson": base64.b64encode(_go_json(config)).decode()},
     }

@@ -16,6 +16,7 @@ compares equal to what the API server returns.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,22 +123,39 @@ def scheduler_params(
     }
 
 
+def uses_offers(group: Group) -> bool:
+    """Whether :func:`scheduler_params` reads the allocation's offers: only a GPU's do."""
+    return any(service.resources.gpu_units for service in group.services or ())
+
+
+@functools.lru_cache(maxsize=256)
+def namespace_of(lease_id: LeaseID) -> str:
+    """:func:`aktypes.namespace.lease_namespace`, remembered: building a lease's objects asks
+    for it a dozen times, and each is a hash and a base32 encoding."""
+    return lease_namespace(lease_id)
+
+
+@functools.lru_cache(maxsize=256)
+def _lease_labels(lease_id: LeaseID) -> tuple[tuple[str, str], ...]:
+    return (
+        (MANAGED, "true"),
+        (NAMESPACE_LABEL, namespace_of(lease_id)),
+        (LEASE_OWNER, str(lease_id.owner)),
+        (LEASE_DSEQ, str(lease_id.dseq)),
+        (LEASE_GSEQ, str(lease_id.gseq)),
+        (LEASE_OSEQ, str(lease_id.oseq)),
+        (LEASE_PROVIDER, str(lease_id.provider)),
+    )
+
+
 def lease_labels(lease_id: LeaseID) -> dict[str, str]:
     """Labels every object of a lease carries: managed by Akash, its namespace, its lease."""
-    return {
-        MANAGED: "true",
-        NAMESPACE_LABEL: lease_namespace(lease_id),
-        LEASE_OWNER: str(lease_id.owner),
-        LEASE_DSEQ: str(lease_id.dseq),
-        LEASE_GSEQ: str(lease_id.gseq),
-        LEASE_OSEQ: str(lease_id.oseq),
-        LEASE_PROVIDER: str(lease_id.provider),
-    }
+    return dict(_lease_labels(lease_id))
 
 
 def selector_labels(lease_id: LeaseID, service: str) -> dict[str, str]:
     """Akash's pod selector of a service (immutable on a workload: exactly Go's)."""
-    return {MANAGED: "true", NAMESPACE_LABEL: lease_namespace(lease_id), MANIFEST_SERVICE: service}
+    return {MANAGED: "true", NAMESPACE_LABEL: namespace_of(lease_id), MANIFEST_SERVICE: service}
 
 
 def service_labels(lease_id: LeaseID, service: str, resource_version: str = "") -> dict[str, str]:

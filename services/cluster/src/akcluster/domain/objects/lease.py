@@ -29,6 +29,7 @@ from akcluster.domain.objects.base import (
     SchedulerParams,
     lease_labels,
     metadata,
+    namespace_of,
 )
 from akcluster.domain.objects.network import (
     ingresses,
@@ -46,7 +47,6 @@ from akcluster.domain.objects.workloads import (
 from akcluster.domain.placement import CommitLevels
 from aktypes.ids import LeaseID
 from aktypes.manifest import Group
-from aktypes.namespace import lease_namespace
 
 # kinds a service owns, in the order they are removed
 SERVICE_KINDS = (
@@ -65,7 +65,7 @@ def namespace_object(lease_id: LeaseID, version: str, labels: dict[str, str]) ->
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": metadata(lease_namespace(lease_id), dict(labels), annotations=annotations),
+        "metadata": metadata(namespace_of(lease_id), dict(labels), annotations=annotations),
     }
 
 

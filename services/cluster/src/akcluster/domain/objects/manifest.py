@@ -25,6 +25,7 @@ from akcluster.domain.objects.base import (
     SchedulerParams,
     lease_labels,
     metadata,
+    namespace_of,
     scheduler_params,
 )
 from aktypes.attributes import Attribute
@@ -41,7 +42,6 @@ from aktypes.manifest import (
     ServicePermissions,
     StorageParams,
 )
-from aktypes.namespace import lease_namespace
 from aktypes.resources import CPU, GPU, Memory, Resources, Storage, rv
 
 API_VERSION = "akash.network/v2beta2"
@@ -196,7 +196,7 @@ def manifest_object(
         "apiVersion": API_VERSION,
         "kind": "Manifest",
         "metadata": metadata(
-            lease_namespace(lease_id),
+            namespace_of(lease_id),
             lease_labels(lease_id),
             settings.manifest_namespace,
             annotations,

@@ -30,6 +30,7 @@ from akcluster.domain.objects.base import (
     Obj,
     lease_labels,
     metadata,
+    namespace_of,
     selector_labels,
     service_labels,
 )
@@ -47,7 +48,6 @@ from aktypes.manifest import (
     Service,
     ServiceExpose,
 )
-from aktypes.namespace import lease_namespace
 
 RESTRICTIONS = "akash-deployment-restrictions"
 NODE_PORT_SUFFIX = "-np"
@@ -65,7 +65,7 @@ def _policy(name: str, lease_id: LeaseID, labels: dict[str, str], spec: Obj) -> 
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": metadata(name, dict(labels), lease_namespace(lease_id)),
+        "metadata": metadata(name, dict(labels), namespace_of(lease_id)),
         "spec": spec,
     }
 
@@ -231,7 +231,7 @@ def services(service: Service, lease_id: LeaseID, resource_version: str = "") ->
                 "metadata": metadata(
                     name,
                     service_labels(lease_id, service.name, resource_version),
-                    lease_namespace(lease_id),
+                    namespace_of(lease_id),
                 ),
                 "spec": {
                     "type": "NodePort" if node_port else "ClusterIP",
@@ -308,7 +308,7 @@ def ingresses(
                 "metadata": metadata(
                     host,
                     lease_labels(lease_id),
-                    lease_namespace(lease_id),
+                    namespace_of(lease_id),
                     ingress_annotations(expose.http_options),
                 ),
                 "spec": {

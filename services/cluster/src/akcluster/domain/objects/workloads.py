@@ -32,13 +32,13 @@ from akcluster.domain.objects.base import (
     cpu_quantity,
     decimal_quantity,
     metadata,
+    namespace_of,
     selector_labels,
     service_labels,
 )
 from akcluster.domain.placement import CommitLevels, committed
 from aktypes.ids import LeaseID
 from aktypes.manifest import UDP, Service
-from aktypes.namespace import lease_namespace
 from aktypes.resources import EPHEMERAL
 
 
@@ -283,7 +283,7 @@ def workload(
     resource_version: str = "",
 ) -> Obj:
     """The service's StatefulSet (with a persistent volume) or Deployment."""
-    ns = lease_namespace(lease_id)
+    ns = namespace_of(lease_id)
     template = {
         "metadata": {"labels": service_labels(lease_id, service.name)},
         "spec": pod_spec(service, lease_id, params, settings=settings, levels=levels),
