@@ -45,3 +45,23 @@ def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> N
     assert "CreateBid per order: 50/50 exactly one, 0 none, 0 more than one" in lines
     rows = [re.match(r"(bus hop|bidengine) +50 +(\d+) ", line) for line in lines]
     assert {(m[1], m[2]) for m in rows if m} == {("bus hop", "50"), ("bidengine", "50")}
+
+
+def test_recovery_benchmark_finds_every_lease_unchanged_and_prints_its_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "recovery.py"), "--leases", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    last = re.fullmatch(r"recovery leases=30 seconds=(\d+\.\d\d) max_rss_mb=(\d+)", lines[-1])
+    assert last, lines[-1]
+    assert 0 < float(last[1]) < 120
+    assert 20 < int(last[2]) < 1000
+    recovery = next(line for line in lines if line.startswith("recovery of 30 leases: "))
+    assert re.search(r"; 30 unchanged, 0 reapplied, 0 queued, 0 adopted, 0 orphans;", recovery)
+    assert re.search(r"; 0 Kubernetes writes meanwhile; load average \d+\.\d\d at the", recovery)
+    assert any(re.fullmatch(r"rss cluster: \d+ MB \(peak \d+ MB\)", line) for line in lines)
