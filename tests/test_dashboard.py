@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import async_playwright
 
 from akcli.testing import Provider, leased, sdl
@@ -74,10 +75,16 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
             row = page.locator("#orders tr", has_text=order)
             await row.wait_for(timeout=30_000)
             assert await row.locator("td").first.get_attribute("title") == str(lease.order_id)
+            try:
+                await page.locator("#events td", has_text=f"bid on {order}").first.wait_for(
+                    timeout=20_000
+                )
+            except PlaywrightTimeout:
+                shown = await page.locator("#events").inner_text()
+                raise AssertionError(
+                    f"no 'bid on {order}' among the events shown:\n{shown}"
+                ) from None
             await page.locator("#leases tr", has_text=short(str(lease))).wait_for(timeout=30_000)
-            await page.locator("#events td", has_text=f"bid on {order}").first.wait_for(
-                timeout=10_000
-            )
             assert await page.evaluate("window.stillTheSamePage") is True  # no reload
             assert "won" in (await row.inner_text())
             shot = tmp_path / "dashboard.png"

@@ -181,6 +181,13 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
         who=other,
     )
     assert status == 404, answer
+    status, answer = await migrate(
+        "endpoint",
+        {"endpoints_to_migrate": ["myip"], **to_second},
+        cert=other_certificate,
+        who=other,
+    )
+    assert status == 404, answer
     # a name the destination does not declare, and a malformed body
     status, answer = await migrate("hostname", {"hostnames_to_migrate": ["x.test"], **to_second})
     assert (status, "does not declare x.test" in answer["message"]) == (400, True)
@@ -428,6 +435,17 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
         ),
     }
 
+    def granular(dseq: int, scope: str) -> str:
+        grant = {"dseq": dseq, "scope": [scope], "services": ["web"]}
+        return tenant.token(
+            {
+                "access": "granular",
+                "permissions": [
+                    {"provider": lease.provider, "access": "granular", "deployments": [grant]}
+                ],
+            }
+        )
+
     def credentials(auth: str, scope: str) -> dict[str, Any]:
         return {
             "no auth": {},
@@ -437,8 +455,14 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
             "token without the scope": {
                 "token": tenant.token({"access": "scoped", "scope": ["restart"]})
             },
+            "granular token for another deployment": {"token": granular(lease.dseq + 1, scope)},
+            "certificate and token together": {
+                "certificate": certificate,
+                "token": tenant.token(),
+            },
             "certificate": {"certificate": certificate},
             "token with the scope": {"token": tenant.token({"access": "scoped", "scope": [scope]})},
+            "granular token for this deployment": {"token": granular(lease.dseq, scope)},
         }[auth]
 
     async def outcome(method: str, template: str, scope: str, auth: str) -> str:
@@ -463,8 +487,11 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
         "other owner's token": "not found",
         "expired token": "401",
         "token without the scope": "403",
+        "granular token for another deployment": "403",
+        "certificate and token together": "400",
         "certificate": "ok",
         "token with the scope": "ok",
+        "granular token for this deployment": "ok",
     }
     table = {}
     for method, template, scope in ROUTES:
