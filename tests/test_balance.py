@@ -214,6 +214,44 @@ async def test_a_kill_between_broadcast_and_result_withdraws_once_and_resumes(
     )
 
 
+async def test_a_withdrawal_committed_while_the_service_is_dead_is_not_sent_again(
+    suite: Provider, chain: DevnetClients, bus: Bus
+) -> None:
+    healthy = _LEASES["healthy"]
+    seen = set(await withdrawals_of(bus, healthy))
+
+    async def settled() -> bool:  # none in flight: the next one is new
+        return all([await committed(bus, key) for key in seen])
+
+    await eventually(settled, timeout_s=30, what="earlier withdrawals committed")
+    seen = set(await withdrawals_of(bus, healthy))
+    with frozen(suite.relay):  # a withdrawal is published, not broadcast yet
+        keys = await eventually(
+            lambda: withdrawals_of(bus, healthy),
+            timeout_s=30,
+            what="a new withdrawal",
+            until=lambda keys: set(keys) - seen,
+        )
+        [key] = set(keys) - seen
+        suite.balance.kill()
+    # the relay broadcasts it and the chain commits it while the balance service is down
+    await eventually(lambda: committed(bus, key), timeout_s=30, what=f"{key} committed")
+    suite.balance.start()
+    await eventually(
+        lambda: withdrawals_of(bus, healthy),
+        timeout_s=30,
+        what="the schedule resumed after the restart",
+        until=lambda later: len(set(later) - seen) >= 2,
+    )
+    assert (await withdrawals_of(bus, healthy)).count(key) == 1
+    await eventually(
+        lambda: accounts(bus, chain, *_LEASES.values()),
+        timeout_s=30,
+        what="earnings counted once",
+        until=accounted,
+    )
+
+
 async def test_a_lease_that_runs_dry_is_withdrawn_closed_by_the_chain_and_torn_down(
     suite: Provider, chain: DevnetClients, bus: Bus
 ) -> None:

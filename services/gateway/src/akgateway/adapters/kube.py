@@ -6,6 +6,10 @@ Kubernetes. The official client is synchronous: each stream runs on a thread of 
 hands what it reads to the event loop through a bounded queue (:class:`Pump`), so a slow
 tenant slows the read from Kubernetes instead of filling the gateway's memory. Leaving the
 iteration (the tenant went away) stops the thread: its response or websocket is closed.
+
+Requests go by path through the client's ``ApiClient`` (its kubeconfig, TLS and token) and
+answers are read as JSON: the generated ``CoreV1Api`` and its models would cost the process
+some ninety megabytes for the five calls made here.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import kubernetes
-from kubernetes.client import ApiClient, Configuration, CoreV1Api
+from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
-from kubernetes.stream import stream as exec_stream
+from kubernetes.stream.ws_client import websocket_call
+from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
 from aktypes.ids import LeaseID
@@ -172,7 +177,6 @@ class LeaseCluster:
 
     def __init__(self, client: ApiClient, *, queue_size: int = 256) -> None:
         self.client: Any = client  # the official client is untyped: Any at the edge
-        self.core: Any = CoreV1Api(client)
         self.queue_size = queue_size
 
     def close(self) -> None:
@@ -184,31 +188,62 @@ class LeaseCluster:
         except (ApiException, HTTPError, OSError) as exc:
             raise _translated(exc) from None
 
+    def _request(self, path: str, query: Sequence[tuple[str, Any]]) -> tuple[str, dict[str, str]]:
+        """The URL and headers (with the credentials) of a GET of ``path``."""
+        _, url, headers, _, _ = self.client.param_serialize(
+            "GET",
+            path,
+            query_params=list(query),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        return url, headers
+
+    def _open(self, path: str, query: Sequence[tuple[str, Any]] = (), timeout: Any = None) -> Any:
+        """GET ``path``, the body not read yet; :class:`ApiException` unless 2xx."""
+        url, headers = self._request(path, query)
+        answer = self.client.call_api("GET", url, headers, _request_timeout=timeout)
+        if not 200 <= answer.status <= 299:
+            answer.read()
+            raise ApiException(http_resp=answer)
+        return answer.response
+
+    def _get(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
+        response = self._open(path, query)
+        try:
+            found: dict[str, Any] = json.loads(response.data)
+        finally:
+            response.release_conn()
+        return found
+
     async def pods(self, lease_id: LeaseID, services: Sequence[str] = ()) -> list[Pod]:
         """The lease's pods (of ``services``, if given), by service then name."""
         namespace = lease_namespace(lease_id)
         try:
-            await self._call(lambda: self.core.read_namespace(namespace))
+            await self._call(lambda: self._get(f"/api/v1/namespaces/{namespace}"))
         except KubeError as exc:
             if "answered 404" in str(exc):
                 raise LeaseGone(f"lease {lease_id} is not deployed here") from None
             raise
         listed = await self._call(
-            lambda: self.core.list_namespaced_pod(namespace, label_selector=SERVICE_LABEL)
+            lambda: self._get(
+                f"/api/v1/namespaces/{namespace}/pods", [("labelSelector", SERVICE_LABEL)]
+            )
         )
         found = []
-        for pod in listed.items:
-            service = (pod.metadata.labels or {}).get(SERVICE_LABEL, "")
+        for pod in listed.get("items") or ():
+            meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+            service = (meta.get("labels") or {}).get(SERVICE_LABEL, "")
             if services and service not in services:
                 continue
-            statuses = (pod.status and pod.status.container_statuses) or []
+            statuses = status.get("containerStatuses") or []
             found.append(
                 Pod(
-                    name=pod.metadata.name,
+                    name=meta["name"],
                     namespace=namespace,
-                    containers=tuple(c.name for c in pod.spec.containers),
+                    containers=tuple(c["name"] for c in spec.get("containers") or ()),
                     service=service,
-                    ready=bool(statuses) and all(s.ready for s in statuses),
+                    ready=bool(statuses) and all(s.get("ready") for s in statuses),
                 )
             )
         return sorted(found, key=lambda p: (p.service, p.name))
@@ -216,16 +251,14 @@ class LeaseCluster:
     async def logs(self, pod: Pod, *, follow: bool, tail: int | None) -> AsyncIterator[str]:
         """The pod's log lines (its first container), following if ``follow``."""
         pump: Pump[bytes] = Pump(self.queue_size)
+        query: list[tuple[str, Any]] = [("follow", follow)]
+        if pod.containers:
+            query.append(("container", pod.containers[0]))
+        if tail is not None:
+            query.append(("tailLines", tail))
 
         def read(pump: Pump[bytes]) -> None:
-            response = self.core.read_namespaced_pod_log(
-                pod.name,
-                pod.namespace,
-                container=pod.containers[0] if pod.containers else None,
-                follow=follow,
-                tail_lines=tail,
-                _preload_content=False,
-            )
+            response = self._open(f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/log", query)
             pump.on_stop.append(response.close)
             try:
                 for chunk in response.stream(16 * 1024):
@@ -248,32 +281,33 @@ class LeaseCluster:
     async def events(self, lease_id: LeaseID, *, follow: bool) -> AsyncIterator[dict[str, Any]]:
         """The namespace's events (core/v1, as dicts), then, if ``follow``, new ones."""
         namespace = lease_namespace(lease_id)
+        path = f"/api/v1/namespaces/{namespace}/events"
         pump: Pump[dict[str, Any]] = Pump(self.queue_size)
 
         def read(pump: Pump[dict[str, Any]]) -> None:
-            listed = self.client.sanitize_for_serialization(
-                self.core.list_namespaced_event(namespace)
-            )
+            listed = self._get(path)
             for item in listed.get("items") or ():
                 if not pump.put(item):
                     return
-            if not follow:
-                return
             version = (listed.get("metadata") or {}).get("resourceVersion")
-            watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
-            pump.on_stop.append(watch.stop)
-            for change in watch.stream(
-                self.core.list_namespaced_event,
-                namespace,
-                resource_version=version,
-                _request_timeout=(5, 60),
-            ):
-                if change["type"] in ("ADDED", "MODIFIED"):
-                    event = self.client.sanitize_for_serialization(change["object"])
-                    if not pump.put(event):
-                        return
-                if pump.stopped.is_set():
-                    return
+            while follow and not pump.stopped.is_set():  # the server ends a watch now and then
+                query = [("watch", True), ("resourceVersion", version), ("timeoutSeconds", 60)]
+                response = self._open(path, query, timeout=(5, 65))
+                pump.on_stop.append(response.close)
+                try:
+                    for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                        change = json.loads(line)
+                        event = change.get("object") or {}
+                        if change.get("type") == "ERROR":
+                            return  # the version is too old: the tenant asks again
+                        version = (event.get("metadata") or {}).get("resourceVersion", version)
+                        if change.get("type") in ("ADDED", "MODIFIED") and not pump.put(event):
+                            return
+                except (HTTPError, OSError):
+                    if not pump.stopped.is_set():
+                        raise
+                finally:
+                    response.release_conn()
 
         pump.run(read, f"events {namespace}")
         async for event in pump.items():
@@ -283,17 +317,19 @@ class LeaseCluster:
         self, pod: Pod, argv: Sequence[str], *, tty: bool, stdin: bool
     ) -> ExecSession:
         """Start ``argv`` in the pod's first container."""
+        query: list[tuple[str, Any]] = [("command", arg) for arg in argv]
+        if pod.containers:
+            query.append(("container", pod.containers[0]))
+        query += [("stdin", stdin), ("stdout", True), ("stderr", not tty), ("tty", tty)]
+        url, headers = self._request(
+            f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec", query
+        )
         response = await self._call(
-            lambda: exec_stream(
-                self.core.connect_get_namespaced_pod_exec,
-                pod.name,
-                pod.namespace,
-                container=pod.containers[0] if pod.containers else None,
-                command=list(argv),
-                stdin=stdin,
-                stdout=True,
-                stderr=not tty,
-                tty=tty,
+            lambda: websocket_call(  # type: ignore[no-untyped-call]
+                self.client.configuration,
+                "GET",
+                url,
+                headers=headers,
                 binary=True,
                 _preload_content=False,
             )
