@@ -1,5 +1,7 @@
-"""Recovery of the cluster service at scale: ``--leases`` leases (10,000 by default) held in
-Kubernetes (kubesim) and in Redis, the cluster service SIGKILLed and started again.
+"""Recovery of the cluster service at scale, and the memory of every provider service at
+that scale: ``--leases`` leases (10,000 by default) held in Kubernetes (kubesim) and in Redis,
+the cluster service SIGKILLed and started again; then the bid engine, the manifest service,
+the balance service and the gateway started on their own state for the same leases.
 
 **Seeding** leaves everything as the cluster service leaves a deployed lease, without
 deploying through it (at its first-deploy rate that would take many minutes): each lease's
@@ -24,14 +26,40 @@ written meanwhile; the load average at the restart says how busy the machine was
 checks come every ``--check-period`` (600 s) so that what is measured is recovery, not the
 monitor's steady work.
 
-**RSS**: VmRSS (and the peak, VmHWM) of the cluster service once it has published its
-status after the restart (its reservations loaded), and of kubesim and Redis, which are not
-the provider's; ``max_rss_mb`` is the cluster service's, the one service this runs.
-
 **Baseline**, on the same kubesim right before the kill: what any recovery must at least
 read — every object the leases hold, and the pods the inventory counts — with one LIST per
 kind across all namespaces (pages of 500, label-selected as the service selects them, the
 JSON not turned into models), through the official client.
+
+**RSS per service** (the target: under 150 MB each at 10,000 leases), VmRSS and its peak
+VmHWM. The cluster service's is read once it has published its status after the restart
+(its reservations loaded). The other four are then started one after another as real
+processes on the same Redis, the cluster still running, each on its own state for the
+leases, written in pipelined batches as the service itself writes it:
+
+- bid engine: each lease's order record, ``won``, with its group, the price its pricing
+  gives, the deposit and the cluster's allocation, kept ``FINAL_TTL_S`` as a won order is
+  (:mod:`akbidengine.domain.order`; a won order is in no other key);
+- manifest service: each lease's deployment record, its manifest accepted and sent to the
+  lease, and the deployment in the set of those with a manifest; none waiting for one
+  (:mod:`akmanifest.domain.records`);
+- balance service: each lease monitored (checked lately, what it owes since its last
+  periodic withdrawal), its next check with its claim guard — 10 to 20 minutes ahead,
+  beyond the run, so that no check, and so no chain, is needed while measuring — the chain's
+  total paid for it so far, and the sum earned (:mod:`akbalance.ledger`);
+- gateway: nothing, for it keeps no state (its dashboard folds a bounded window of the
+  streams); it serves what the others' statuses say.
+
+The bid engine and the gateway read the chain before they are ready (the provider's
+attributes; the on-chain certificates), so a devnet runs for them (a block a second). The
+provider (``AP_PROVIDER_ADDRESS``, the leases' provider) is not registered on it: the bid
+engine finds no attributes, the gateway's certificate is generated but not on chain. Each
+is read once it is ready (``/readyz``) and shows the leases: the manifest service's status
+counts every deployment record, the balance service's every monitored lease, the bid
+engine's its orders in play, and the gateway's ``/status`` the cluster's leases and the
+manifest service's deployments. Kubesim and Redis (holding every service's state by then)
+are printed too, not counted: ``max_rss_mb`` is the largest VmRSS of the five provider
+services, named on the line before.
 
 The last line is::
 
@@ -48,11 +76,13 @@ import json
 import os
 import random
 import re
+import ssl
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +90,15 @@ import aiohttp
 import kubernetes
 import redis
 
+from akbalance.ledger import DUE, EARNED, GUARD, WITHDRAWN
+from akbalance.ledger import LEASES as MONITORED_KEY
+from akbalance.settings import BalanceSettings
+from akbalance.testing import BalanceProcess
+from akbidengine.domain.order import FINAL_TTL_S, OrderRecord
+from akbidengine.domain.order import record_key as order_key
+from akbidengine.domain.pricing import PriceRequest
+from akbidengine.settings import BidSettings
+from akbidengine.testing import BidEngineProcess
 from akbus.embedded import EmbeddedRedis
 from akcluster.adapters.kube_deploy import KubeDeployments
 from akcluster.adapters.kube_rules import created, fingerprint
@@ -68,14 +107,21 @@ from akcluster.deployments import desired_objects
 from akcluster.domain.leases import LEASES_KEY, WORK_KEY, LeaseRecord, lease_key
 from akcluster.domain.ledger import Ledger, Reservation
 from akcluster.domain.objects import crds, scheduler_params
-from akcluster.domain.placement import NoFit, place
+from akcluster.domain.placement import NoFit, Placement, place
 from akcluster.handlers import RESERVATIONS_KEY, VERSION_KEY
 from akcluster.service import build_settings, commit_levels
 from akcluster.settings import ClusterSettings
 from akcluster.testing import ClusterProcess
+from akdevnet.testing import DevnetProcess
+from akgateway.testing import GatewayProcess
+from akmanifest.domain.records import DEPLOYMENTS_KEY, DeploymentRecord
+from akmanifest.domain.records import record_key as deployment_key
+from akmanifest.testing import ManifestProcess
+from akservice.testing import RuntimeProcess, ServiceProcess
+from aktypes.coin import DecCoin
 from aktypes.events.streams import status_stream
 from aktypes.ids import LeaseID
-from aktypes.sdl import parse_sdl
+from aktypes.sdl import SDL, parse_sdl
 from aktypes.testing import address
 from kubesim.testing import KubeSimProcess
 
@@ -107,6 +153,9 @@ nodes:
 """
 OWNER, PROVIDER = address(11), address(12)
 FIRST_DSEQ = 100_000
+SERVICES = ("cluster", "bidengine", "manifest", "balance", "gateway")  # the provider's
+CPU_SCALE = "0.001"  # the bid engine's price per millicpu: the seeded bids' price
+NEXT_CHECK_S = 600.0  # the balance service's next checks: one to two of these ahead
 BATCH = 500  # Redis commands per pipeline
 CONCURRENCY = 16  # requests in flight to kubesim while seeding
 PLURALS = {"Ingress": "ingresses", "NetworkPolicy": "networkpolicies"}
@@ -126,13 +175,19 @@ def lease(i: int) -> LeaseID:
 
 
 # -- seeding -----------------------------------------------------------------------------
-def deployed_leases(leases: int) -> list[tuple[LeaseRecord, Reservation]]:
-    """Each lease as the service leaves it deployed: its record, its active reservation."""
+def shape() -> tuple[SDL, Placement]:
+    """Every lease's SDL, and where the cluster places its group."""
     sdl = parse_sdl(TINY)
-    group, spec, version = sdl.manifest.groups[0], sdl.groups[0], sdl.manifest.version_hex()
-    placed = place(spec, Ledger().free(parse_inventory(NODES), node_ports=0, ips=0))
+    placed = place(sdl.groups[0], Ledger().free(parse_inventory(NODES), node_ports=0, ips=0))
     if isinstance(placed, NoFit):
         sys.exit(f"the lease does not fit the nodes: {placed.reasons}")
+    return sdl, placed
+
+
+def deployed_leases(leases: int) -> list[tuple[LeaseRecord, Reservation]]:
+    """Each lease as the service leaves it deployed: its record, its active reservation."""
+    sdl, placed = shape()
+    group, spec, version = sdl.manifest.groups[0], sdl.groups[0], sdl.manifest.version_hex()
     now = time.time()
     found = []
     for i in range(leases):
@@ -166,6 +221,99 @@ def seed_redis(url: str, seeded: Sequence[tuple[LeaseRecord, Reservation]], peri
             pipe.hset(RESERVATIONS_KEY, reservation.order_id, reservation.model_dump_json())
         pipe.execute()
     client.set(VERSION_KEY, "1")
+    client.close()
+
+
+def pipelined(url: str, leases: int, write: Callable[[Any, int], None]) -> None:
+    """``write(pipeline, i)`` for every lease, in pipelined batches."""
+    client = redis.Redis.from_url(url)
+    for start in range(0, leases, BATCH):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(start + BATCH, leases)):
+            write(pipe, i)
+        pipe.execute()
+    client.close()
+
+
+def seed_bidengine(url: str, leases: int, bid: BidSettings) -> DecCoin:
+    """Each lease's order as the bid engine leaves it once the lease is won: its record,
+    ``won``, with what the bid carried (the group, the price its pricing gives for the
+    cluster's allocation, the deposit), kept ``FINAL_TTL_S`` and in no other key (the set
+    of orders in play and the bid deadlines hold only open bids); the price."""
+    sdl, placed = shape()
+    spec, allocated = sdl.groups[0], placed.allocated
+    price = bid.scale().compute(PriceRequest(OWNER, spec, allocated))
+    won = OrderRecord(
+        order_id="",
+        state="won",
+        owner=OWNER,
+        group=spec,
+        price=price,
+        deposit=bid.deposit(),
+        allocated=list(allocated),
+        updated_at=time.time(),
+    )
+
+    def write(pipe: Any, i: int) -> None:
+        order = str(lease(i).order_id)
+        record = won.model_copy(update={"order_id": order})
+        pipe.set(order_key(order), record.model_dump_json(), ex=FINAL_TTL_S)
+
+    pipelined(url, leases, write)
+    return price
+
+
+def seed_manifest(url: str, leases: int) -> None:
+    """Each lease's deployment as the manifest service leaves it once its manifest is
+    accepted and sent: its record (the manifest's canonical JSON, the lease) and its place
+    in the set of deployments with a manifest; no lease left waiting for one."""
+    manifest = parse_sdl(TINY).manifest
+    now = time.time()
+
+    def write(pipe: Any, i: int) -> None:
+        lease_id = lease(i)
+        deployment = lease_id.deployment_id
+        record = DeploymentRecord.accepted(deployment, manifest, [lease_id], now)
+        pipe.set(deployment_key(deployment), record.model_dump_json())
+        pipe.sadd(DEPLOYMENTS_KEY, str(deployment))
+
+    pipelined(url, leases, write)
+
+
+def seed_balance(url: str, leases: int, price: DecCoin, balance: BalanceSettings) -> None:
+    """Each lease as the balance service leaves it between checks, one to thirty days after
+    it was first monitored: its record (when added, when last checked, its next periodic
+    withdrawal, what it owes since the last one), its next check with the claim guard
+    written beside it (one to two ``NEXT_CHECK_S`` ahead, beyond the run, so that no check
+    comes due) and the chain's total paid for it; the sum of those, earned."""
+    now, day = time.time(), 24 * 3600.0
+    period, block_s = balance.withdrawal_period or day, balance.average_block_time
+    per_block, denom = price.amount.to_decimal(), price.denom
+    rng = random.Random(leases)
+    earned = 0
+
+    def write(pipe: Any, i: int) -> None:
+        nonlocal earned
+        member = str(lease(i))
+        added = now - day * (1 + 29 * rng.random())
+        withdrawn_at = now - period * rng.random()  # the last periodic withdrawal
+        record = {
+            "added": added,
+            "next_periodic": withdrawn_at + period,
+            "checked": now - balance.lease_funds_monitor_interval * rng.random(),
+            "unpaid": [denom, int(per_block * Decimal((now - withdrawn_at) / block_s))],
+        }
+        at = now + NEXT_CHECK_S * (1 + rng.random())
+        paid = int(per_block * Decimal((withdrawn_at - added) / block_s))
+        earned += paid
+        pipe.hset(MONITORED_KEY, member, json.dumps(record))
+        pipe.zadd(DUE, {member: at})
+        pipe.set(GUARD + member, repr(float(at)))
+        pipe.set(f"{WITHDRAWN}:{member}", f"{denom}:{paid}")
+
+    pipelined(url, leases, write)
+    client = redis.Redis.from_url(url)
+    client.hset(EARNED, denom, earned)
     client.close()
 
 
@@ -296,28 +444,53 @@ def all_deployed(client: redis.Redis, leases: int) -> bool:
     return True
 
 
-def status_leases(client: redis.Redis) -> int:
-    """The lease count of the service's latest retained status (-1: none yet)."""
-    entries = client.xrevrange(status_stream("cluster"), count=1)
-    return int(json.loads(entries[0][1][b"payload"])["leases"]) if entries else -1
+def latest_status(client: redis.Redis, service: str) -> dict[str, Any] | None:
+    """The payload of ``service``'s latest retained status (None: none yet)."""
+    entries: Any = client.xrevrange(status_stream(service), count=1)
+    return dict(json.loads(entries[0][1][b"payload"])) if entries else None
 
 
-async def measure(server: EmbeddedRedis, work: Path, leases: int, period: float) -> str:
-    nodes = work / "nodes.yaml"
-    nodes.write_text(NODES)
-    kube = KubeSimProcess(work / "kubesim", None, "--nodes", str(nodes))
-    kube.start(timeout=60)
-    env = {
-        "AP_CLUSTER_BACKEND": "kube",
-        "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
-        "AP_LOG_LEVEL": "warning",
-        "AP_CLUSTER_STATUS_INTERVAL": "5s",
-        "AP_MONITOR_HEALTHCHECK_PERIOD": f"{period:g}s",
-        "AP_MONITOR_HEALTHCHECK_PERIOD_JITTER": f"{period:g}s",
-    }
-    cluster = ClusterProcess(redis_url=server.url, log_path=work / "cluster.log", extra_env=env)
-    client = redis.Redis.from_url(server.url)
-    api = kubernetes.config.new_client_from_config(str(kube.kubeconfig))
+def counted(client: redis.Redis, service: str, field: str, leases: int) -> Callable[[], str]:
+    """What ``service``'s status says once its ``field`` counts the leases ("": not yet)."""
+
+    def shown() -> str:
+        status = latest_status(client, service) or {}
+        return f"its status: {field}={leases}" if status.get(field) == leases else ""
+
+    return shown
+
+
+def public_status(gateway: GatewayProcess) -> dict[str, Any]:
+    """The gateway's ``GET /status`` ({} while it cannot answer)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed, not on chain
+    try:
+        with urllib.request.urlopen(f"{gateway.url}/status", context=context, timeout=10) as reply:  # noqa: S310
+            return dict(json.loads(reply.read()))
+    except (OSError, ValueError):
+        return {}
+
+
+def bring_up(process: RuntimeProcess, shown: Callable[[], str], timeout_s: float = 600) -> str:
+    """Start ``process``; once it is ready and ``shown()`` tells what it holds, that and
+    how long it took."""
+    began = time.monotonic()
+    process.start(timeout=timeout_s)
+    while not (seen := shown()):
+        if time.monotonic() - began > timeout_s:
+            sys.exit(f"{process.name} did not show its state in {timeout_s} s: {process.log()}")
+        time.sleep(0.1)
+    return f"{process.name} ready in {time.monotonic() - began:.1f} s, {seen}"
+
+
+async def measure_cluster(
+    url: str, kube: KubeSimProcess, cluster: ClusterProcess, leases: int, period: float
+) -> float:
+    """Seed, start, kill and restart the cluster service (left running); the recovery's
+    seconds."""
+    client = redis.Redis.from_url(url)
+    api = kubernetes.config.new_client_from_config(str(kube.kubeconfig))  # type: ignore[no-untyped-call]
     try:
         started = time.monotonic()
         seeded = deployed_leases(leases)
@@ -330,7 +503,7 @@ async def measure(server: EmbeddedRedis, work: Path, leases: int, period: float)
                 record, scheduler_params(record.group, reservation.allocated), build, levels
             )
         ]
-        seed_redis(server.url, seeded, period)
+        seed_redis(url, seeded, period)
         redis_s = time.monotonic() - started
         await seed_kubernetes(kube, objects)
         posted = time.monotonic()
@@ -361,7 +534,7 @@ async def measure(server: EmbeddedRedis, work: Path, leases: int, period: float)
             seconds = time.monotonic() - restart
         counts = recovered(cluster)
         writes = resource_version(api) - before
-        while status_leases(client) != leases:
+        while (latest_status(client, "cluster") or {}).get("leases") != leases:
             await asyncio.sleep(0.2)
         print(
             f"recovery of {leases} leases: {seconds:.2f} s (ready after {ready_s:.2f} s); "
@@ -372,19 +545,132 @@ async def measure(server: EmbeddedRedis, work: Path, leases: int, period: float)
             f"baseline (one LIST per kind of {len(BASELINE)}, pages of 500): {baseline:.2f} s; "
             f"recovery/baseline {seconds / baseline:.2f}"
         )
-        rss = {
-            "cluster": memory(cluster.pid),
-            "kubesim": memory(kube.pid),
-            "redis": memory(server.process.pid if server.process else None),
-        }
-        for name, (now, peak) in rss.items():
-            print(f"rss {name}: {now:.0f} MB (peak {peak:.0f} MB)")
-        return f"recovery leases={leases} seconds={seconds:.2f} max_rss_mb={rss['cluster'][0]:.0f}"
+        return seconds
     finally:
         api.close()
         client.close()
-        cluster.stop()
-        kube.stop()
+
+
+def measure_services(
+    url: str,
+    work: Path,
+    kube: KubeSimProcess,
+    leases: int,
+    running: list[ServiceProcess],
+) -> dict[str, tuple[float, float]]:
+    """Seed the bid engine's, the manifest service's and the balance service's state for the
+    leases, start them and the gateway one after another (left running, in ``running``);
+    each one's (VmRSS, VmHWM) once it is ready and shows the leases."""
+    began = time.monotonic()
+    bid = BidSettings(bid_price_cpu_scale=CPU_SCALE)  # the service's, with this environment
+    price = seed_bidengine(url, leases, bid)
+    seed_manifest(url, leases)
+    seed_balance(url, leases, price, BalanceSettings())
+    print(
+        f"seeded the bid engine's, manifest service's and balance service's state for {leases} "
+        f"leases: {time.monotonic() - began:.1f} s"
+    )
+    devnet = DevnetProcess(work / "devnet", block_time="1s")
+    running.append(devnet)
+    devnet.start(timeout=120)
+    common = {"AP_PROVIDER_ADDRESS": PROVIDER, "AP_LOG_LEVEL": "warning"}
+    client = redis.Redis.from_url(url)
+    bidengine = BidEngineProcess(
+        redis_url=url,
+        api=devnet.lcd_url,
+        log_path=work / "bidengine.log",
+        extra_env={
+            **common,
+            "AP_BID_PRICE_CPU_SCALE": CPU_SCALE,
+            "AP_BIDENGINE_STATUS_INTERVAL": "5s",
+        },
+    )
+    manifest = ManifestProcess(
+        redis_url=url,
+        api=devnet.lcd_url,
+        log_path=work / "manifest.log",
+        extra_env={**common, "AP_MANIFEST_STATUS_INTERVAL": "5s"},
+    )
+    balance = BalanceProcess(
+        redis_url=url,
+        api=devnet.lcd_url,
+        node=devnet.rpc_url,
+        log_path=work / "balance.log",
+        extra_env={**common, "AP_BALANCE_STATUS_INTERVAL": "5s"},
+    )
+    gateway = GatewayProcess(
+        redis_url=url,
+        api=devnet.lcd_url,
+        tls_dir=work / "gateway-tls",
+        log_path=work / "gateway.log",
+        extra_env={
+            **common,
+            "AP_CLUSTER_BACKEND": "kube",  # as the suite runs it: lease logs, events, shell
+            "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
+            "AP_GATEWAY_CERT_SYNC_INTERVAL": "2s",  # the defaults, not the tests' 200 ms
+            "AP_GATEWAY_CERT_CACHE_TTL": "5s",
+        },
+    )
+
+    def bids() -> str:
+        status = latest_status(client, "bidengine")
+        return "" if status is None else f"its status: orders={status['orders']} in play"
+
+    def statuses() -> str:
+        found = public_status(gateway)
+        cluster, deployments = found.get("cluster") or {}, found.get("manifest") or {}
+        if cluster.get("leases") != leases or deployments.get("deployments") != leases:
+            return ""
+        return f"/status: cluster leases={leases}, manifest deployments={leases}"
+
+    made = gateway.cert("generate")
+    if made.returncode != 0:
+        sys.exit(f"gateway cert generate: {made.stdout}{made.stderr}")
+    found: dict[str, tuple[float, float]] = {}
+    try:
+        for process, shown in (
+            (bidengine, bids),
+            (manifest, counted(client, "manifest", "deployments", leases)),
+            (balance, counted(client, "balance", "leases", leases)),
+            (gateway, statuses),
+        ):
+            running.append(process)
+            print(bring_up(process, shown))
+            found[process.name] = memory(process.pid)
+    finally:
+        client.close()
+    return found
+
+
+async def measure(server: EmbeddedRedis, work: Path, leases: int, period: float) -> str:
+    nodes = work / "nodes.yaml"
+    nodes.write_text(NODES)
+    kube = KubeSimProcess(work / "kubesim", None, "--nodes", str(nodes))
+    kube.start(timeout=60)
+    env = {
+        "AP_CLUSTER_BACKEND": "kube",
+        "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
+        "AP_LOG_LEVEL": "warning",
+        "AP_CLUSTER_STATUS_INTERVAL": "5s",
+        "AP_MONITOR_HEALTHCHECK_PERIOD": f"{period:g}s",
+        "AP_MONITOR_HEALTHCHECK_PERIOD_JITTER": f"{period:g}s",
+    }
+    cluster = ClusterProcess(redis_url=server.url, log_path=work / "cluster.log", extra_env=env)
+    running: list[ServiceProcess] = [kube, cluster]
+    try:
+        seconds = await measure_cluster(server.url, kube, cluster, leases, period)
+        rss = {"cluster": memory(cluster.pid)}
+        rss |= measure_services(server.url, work, kube, leases, running)
+        rss["kubesim"] = memory(kube.pid)
+        rss["redis"] = memory(server.process.pid if server.process else None)
+        for name, (now, peak) in rss.items():
+            print(f"rss {name}: {now:.0f} MB (peak {peak:.0f} MB)")
+        most = max(SERVICES, key=lambda name: rss[name][0])
+        print(f"max rss: {most}, {rss[most][0]:.0f} MB (of the {len(SERVICES)} provider services)")
+        return f"recovery leases={leases} seconds={seconds:.2f} max_rss_mb={rss[most][0]:.0f}"
+    finally:
+        for process in reversed(running):
+            process.stop()
 
 
 def main() -> None:

@@ -64,4 +64,16 @@ def test_recovery_benchmark_finds_every_lease_unchanged_and_prints_its_line() ->
     recovery = next(line for line in lines if line.startswith("recovery of 30 leases: "))
     assert re.search(r"; 30 unchanged, 0 reapplied, 0 queued, 0 adopted, 0 orphans;", recovery)
     assert re.search(r"; 0 Kubernetes writes meanwhile; load average \d+\.\d\d at the", recovery)
-    assert any(re.fullmatch(r"rss cluster: \d+ MB \(peak \d+ MB\)", line) for line in lines)
+    services = ("cluster", "bidengine", "manifest", "balance", "gateway")
+    rss: dict[str, int] = {}
+    for service in services:
+        found = [re.fullmatch(rf"rss {service}: (\d+) MB \(peak (\d+) MB\)", x) for x in lines]
+        row = next((m for m in found if m), None)
+        assert row, f"no rss line for {service}"
+        rss[service] = int(row[1])
+    most = re.fullmatch(r"max rss: (\w+), (\d+) MB \(of the 5 provider services\)", lines[-2])
+    assert most, lines[-2]
+    assert rss[most[1]] == int(most[2]) == int(last[2]) == max(rss.values())
+    shown = ("manifest", "deployments=30"), ("balance", "leases=30"), ("gateway", "leases=30, ")
+    for service, what in shown:  # each started on the seeded state, and holds it
+        assert any(x.startswith(f"{service} ready in ") and what in x for x in lines), service
