@@ -823,6 +823,7 @@ class Deployments:
         """
         counts = dict.fromkeys(RECOVERED, 0)
         members = await self.bus.backend.smembers(LEASES_KEY)
+        log.info("recovering %d lease(s): their records and the cluster's objects", len(members))
         ledger = await self.reservations.refresh()
         names = Holders(await self.hostnames.holders()), Holders(await self.endpoints.holders())
         order = sorted(members, key=lambda member: lease_namespace(LeaseID.parse(member)))
