@@ -25,7 +25,7 @@ unchanged and how many it re-queued, and kubesim's resourceVersion whether anyth
 written meanwhile; the load average at the restart says how busy the machine was. Health
 checks come every ``--check-period`` (600 s) so that what is measured is recovery, not the
 monitor's steady work. The service is killed and restarted ``--restarts`` times (3) on the
-same state, each restart printed with when its log says recovery ended and the service was
+same state, each time after ``REST_S`` at rest, each restart printed with when its log says recovery ended and the service was
 ready; the median is the result.
 
 **Baseline**, on the same kubesim right before the kill: what any recovery must at least
@@ -160,6 +160,7 @@ FIRST_DSEQ = 100_000
 SERVICES = ("cluster", "bidengine", "manifest", "balance", "gateway")  # the provider's
 CPU_SCALE = "0.001"  # the bid engine's price per millicpu: the seeded bids' price
 NEXT_CHECK_S = 600.0  # the balance service's next checks: one to two of these ahead
+REST_S = 20.0  # before each restart
 BATCH = 500  # Redis commands per pipeline
 CONCURRENCY = 16  # requests in flight to kubesim while seeding
 PLURALS = {"Ingress": "ingresses", "NetworkPolicy": "networkpolicies"}
@@ -493,6 +494,9 @@ async def restart_once(
 ) -> float:
     """Kill the service and start it again; the seconds until it is ready with every lease
     deployed, what it did and when, from its log."""
+    # a restart meets a cluster at rest: the baseline's lists and the last start's listing
+    # leave kubesim (one Python process holding every object) collecting garbage a while
+    await asyncio.sleep(REST_S)
     before = resource_version(api)
     cluster.kill()
     load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
