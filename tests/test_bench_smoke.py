@@ -49,7 +49,7 @@ def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> N
 
 def test_recovery_benchmark_finds_every_lease_unchanged_and_prints_its_line() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "recovery.py"), "--leases", "30"],
+        [sys.executable, str(ROOT / "bench" / "recovery.py"), "--leases", "30", "--restarts", "1"],
         capture_output=True,
         text=True,
         timeout=300,
