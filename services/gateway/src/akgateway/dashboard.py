@@ -86,9 +86,8 @@ class DashboardFeed:
     async def changed(self, after: int, timeout_s: float) -> int:
         async with self._changed:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self._version > after), timeout_s
-                )
+                async with asyncio.timeout(timeout_s):  # not wait_for (3.11 cancellations)
+                    await self._changed.wait_for(lambda: self._version > after)
         return self._version
 
     def view(self) -> dict[str, Any]:

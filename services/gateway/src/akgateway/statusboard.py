@@ -79,9 +79,8 @@ class StatusBoard:
         """Wait until the board's version is past ``after`` (or ``timeout_s``); the version."""
         async with self._changed:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self._version > after), timeout_s
-                )
+                async with asyncio.timeout(timeout_s):  # not wait_for (3.11 cancellations)
+                    await self._changed.wait_for(lambda: self._version > after)
         return self._version
 
     def body(self, now: dt.datetime | None = None) -> bytes:

@@ -288,7 +288,8 @@ class KubeInventory:
         """The inventory once every resource has been listed; TimeoutError naming what
         failed if that takes longer than ``timeout`` seconds."""
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._synced.wait()
         except TimeoutError:
             raise TimeoutError(
                 f"the Kubernetes inventory did not sync within {timeout}s"
@@ -486,8 +487,11 @@ class KubeInventory:
                     self._changed()
         finally:
             stream.stop()
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+            # cancellation arriving as the thread ends, and the watch loop would go on
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(stream.closed), 5)
+                async with asyncio.timeout(5):
+                    await asyncio.shield(stream.closed)
 
 
 def _api_client(path: Path | None) -> ApiClient:
