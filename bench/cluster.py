@@ -45,6 +45,7 @@ import redis
 from akbus import Bus, RedisSettings
 from akbus.embedded import EmbeddedRedis
 from akbus.testing import FAST_SETTINGS
+from akcluster.testing import TINY_SDL as TINY
 from akcluster.testing import ClusterProcess
 from aktypes.events import GetLeaseStatus, LeaseQueryFailed, LeaseStatusReport, ManifestReceived
 from aktypes.events.streams import CLUSTER_COMMANDS, MANIFEST_EVENTS
@@ -62,27 +63,6 @@ SHAPES = [
     "flan-t5-xxl.yaml", "ollama-gpu.yaml", "discourse.yaml", "anubis.yaml", "odoo.yaml",
     "tensorflow-webapp-mnist.yaml",
 ]  # fmt: skip
-TINY = """
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources: {cpu: {units: 0.1}, memory: {size: 64Mi}, storage: {size: 64Mi}}
-  placement:
-    dc:
-      pricing:
-        web: {denom: uakt, amount: 100}
-deployment:
-  web:
-    dc: {profile: web, count: 1}
-"""
 NODES = """
 nodes:
   - {name: big-a, cpu: "512", memory: 2Ti, ephemeral-storage: 64Ti, storage-classes: [beta2, beta3]}

@@ -115,6 +115,7 @@ from akcluster.domain.placement import NoFit, Placement, place
 from akcluster.handlers import RESERVATIONS_KEY, VERSION_KEY
 from akcluster.service import build_settings, commit_levels
 from akcluster.settings import ClusterSettings
+from akcluster.testing import TINY_SDL as TINY
 from akcluster.testing import ClusterProcess
 from akdevnet.testing import DevnetProcess
 from akgateway.testing import GatewayProcess
@@ -129,27 +130,6 @@ from aktypes.sdl import SDL, parse_sdl
 from aktypes.testing import address
 from kubesim.testing import KubeSimProcess
 
-TINY = """
-version: "2.0"
-services:
-  web:
-    image: nginx:1.27
-    expose:
-      - port: 80
-        to:
-          - global: true
-profiles:
-  compute:
-    web:
-      resources: {cpu: {units: 0.1}, memory: {size: 64Mi}, storage: {size: 64Mi}}
-  placement:
-    dc:
-      pricing:
-        web: {denom: uakt, amount: 100}
-deployment:
-  web:
-    dc: {profile: web, count: 1}
-"""
 NODES = """
 nodes:
   - {name: big-a, cpu: "2048", memory: 8Ti, ephemeral-storage: 64Ti, pods: 20000}

@@ -29,3 +29,27 @@ class ClusterProcess(RuntimeProcess):
             "akcluster", "cluster", redis_url=redis_url, log_path=log_path, env=env,
             name=f"cluster-{instance}",
         )  # fmt: skip
+
+
+# the smallest lease the benchmarks deploy by the thousand: one nginx service, 0.1 CPU
+TINY_SDL = """
+version: "2.0"
+services:
+  web:
+    image: nginx:1.27
+    expose:
+      - port: 80
+        to:
+          - global: true
+profiles:
+  compute:
+    web:
+      resources: {cpu: {units: 0.1}, memory: {size: 64Mi}, storage: {size: 64Mi}}
+  placement:
+    dc:
+      pricing:
+        web: {denom: uakt, amount: 100}
+deployment:
+  web:
+    dc: {profile: web, count: 1}
+"""
