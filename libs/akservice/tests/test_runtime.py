@@ -74,6 +74,24 @@ def test_logs_are_json_lines_with_the_service_the_entry_and_its_ids(
     assert json_lines(process.log())[-1]["event"] == "stopped"
 
 
+def test_a_services_own_routes_are_served_beside_the_health_endpoints(
+    toy: ToyFactory, redis_url: str
+) -> None:
+    process = toy()
+    process.start()
+    listen = process.env["AP_TOY_HEALTH_LISTEN"]
+    publish_order(redis_url, 7)
+    status, body = eventually_sync(
+        lambda: http_status(f"http://{listen}/v1/orders"),
+        what="the order in the service's own route",
+        until=lambda answer: bool(answer[1]["orders"]),
+    )
+    assert status == 200 and body["orders"][0].endswith("/7/1/1")
+    status, text = http_status(f"http://{listen}/v1/nothing")
+    assert status == 404 and "/v1/orders" in str(text)
+    assert http_status(f"http://{listen}/healthz")[0] == 200
+
+
 def test_a_supervised_task_that_fails_stops_the_process_with_a_clear_line(
     toy: ToyFactory,
 ) -> None:

@@ -2,7 +2,8 @@
 
 ``AP_TOY_MODE``: ``serve`` handles OrderCreated (logging with the order's ids bound);
 ``die`` also runs a task that fails after ``AP_TOY_TICK``; ``wait`` first waits for a TCP
-dependency at ``AP_TOY_DEPENDENCY`` (host:port) that nothing serves.
+dependency at ``AP_TOY_DEPENDENCY`` (host:port) that nothing serves. ``GET /v1/orders`` on the
+health port lists the orders seen (a service's own route).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import logging
 from typing import Literal
 
+from aiohttp import web
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,9 +44,16 @@ async def start(rt: Runtime[ToySettings]) -> None:
             f"the dependency at {rt.settings.dependency}", connect, retry_on=(OSError,)
         )
     orders = rt.subscriber(CHAIN_EVENTS)
+    seen: list[str] = []
+
+    async def orders_seen(_: web.Request) -> web.Response:
+        return web.json_response({"orders": seen})
+
+    rt.route("GET", "/v1/orders", orders_seen)
 
     @orders.handler(OrderCreated)
     async def on_order(msg: Message[OrderCreated]) -> None:
+        seen.append(str(msg.payload.order_id))
         log.info("order seen")
 
     if rt.settings.mode == "die":

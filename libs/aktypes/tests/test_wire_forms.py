@@ -1293,6 +1293,98 @@ def test_wire_forms_are_pinned() -> None:
                     "pending": 1,
                 },
             },
+            "inventory.cluster": {
+                "type": "inventory.cluster",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "inventory.cluster",
+                    "nodes": [
+                        {
+                            "name": "gpu-1",
+                            "allocatable": {
+                                "cpu": 8000,
+                                "memory": 34359738368,
+                                "ephemeral": 137438953472,
+                                "gpu": 8,
+                            },
+                            "allocated": {
+                                "cpu": 500,
+                                "memory": 536870912,
+                                "ephemeral": 0,
+                                "gpu": 0,
+                            },
+                            "gpus": [
+                                {
+                                    "vendor": "nvidia",
+                                    "model": "a100",
+                                    "memory": "80Gi",
+                                    "interface": "sxm",
+                                    "count": 8,
+                                    "physical": 2,
+                                    "replicas": 4,
+                                    "product": "NVIDIA-A100-SXM4-80GB",
+                                    "known": True,
+                                }
+                            ],
+                            "storage_classes": ["beta3"],
+                        }
+                    ],
+                    "storage": [
+                        {
+                            "storage_class": "beta3",
+                            "capacity": 1099511627776,
+                            "allocated": 1073741824,
+                        }
+                    ],
+                    "excluded": [{"name": "node-2", "reason": "cordoned"}],
+                    "unknown_gpus": ["NVIDIA-Z9000"],
+                    "generation": 3,
+                },
+            },
+            "inventory.nodes": {
+                "type": "inventory.nodes",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "inventory.nodes",
+                    "changed": [
+                        {
+                            "name": "node-3",
+                            "allocatable": {"cpu": 0, "memory": 0, "ephemeral": 0, "gpu": 0},
+                            "allocated": {"cpu": 0, "memory": 0, "ephemeral": 0, "gpu": 0},
+                            "gpus": [],
+                            "storage_classes": [],
+                        }
+                    ],
+                    "removed": ["node-2"],
+                    "generation": 0,
+                },
+            },
+            "inventory.storage": {
+                "type": "inventory.storage",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "inventory.storage",
+                    "storage": [
+                        {"storage_class": "beta3", "capacity": 1099511627776, "allocated": 0}
+                    ],
+                    "generation": 0,
+                },
+            },
             "bus.dead_letter": {
                 "type": "bus.dead_letter",
                 "id": "0123456789abcdef0123456789abcdef",

@@ -8,19 +8,21 @@ sending work to a pod that is not ready and restarts one whose ``/healthz`` fail
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 Readiness = Callable[[], list[str]]  # what is not ready yet; empty when ready
+Routes = dict[tuple[str, str], Callable[[web.Request], Awaitable[web.StreamResponse]]]
+"""A service's own routes beside the three, by (method, path): an operator's REST API."""
 
 
 class StartupError(Exception):
     """The process cannot start; the message is one line for the operator."""
 
 
-def health_app(not_ready: Readiness) -> web.Application:
+def health_app(not_ready: Readiness, routes: Routes | None = None) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
@@ -37,15 +39,36 @@ def health_app(not_ready: Readiness) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
+    if routes is not None:
+        extra = routes
+
+        async def dispatch(request: web.Request) -> web.StreamResponse:
+            handler = extra.get((request.method, request.path))
+            if handler is None:
+                known = sorted({path for _, path in extra} | {"/healthz", "/readyz", "/metrics"})
+                raise web.HTTPNotFound(
+                    text=f"no route {request.method} {request.path}; known: {', '.join(known)}"
+                )
+            return await handler(request)
+
+        app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
 
 
 class HealthServer:
     """The three endpoints on ``host:port``; ``variable`` names the setting in errors."""
 
-    def __init__(self, host: str, port: int, not_ready: Readiness, *, variable: str) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        not_ready: Readiness,
+        *,
+        variable: str,
+        routes: Routes | None = None,
+    ) -> None:
         self.host, self.port, self.variable = host, port, variable
-        self._runner = web.AppRunner(health_app(not_ready), access_log=None)
+        self._runner = web.AppRunner(health_app(not_ready, routes), access_log=None)
 
     async def start(self) -> None:
         await self._runner.setup()

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Generic, TypeVar
 
+from aiohttp import web
 from pydantic_settings import BaseSettings
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
@@ -40,7 +41,7 @@ from akbus import Bus, ConnectionLost, Message, Subscriber
 from akbus.subscriber import Handler, PartitionKey
 from akservice import logs
 from akservice.consumer import ConsumerLease, consumer_name
-from akservice.health import HealthServer, Readiness, StartupError
+from akservice.health import HealthServer, Readiness, Routes, StartupError
 from akservice.settings import Config, RuntimeSettings, env_name, runtime_settings
 from aktypes.events import ChainStatus, Payload
 
@@ -104,11 +105,13 @@ class Runtime(Generic[S]):
         self._consuming: list[Subscriber] = []  # subscribers whose run() was started
         self._tasks: dict[asyncio.Task[Any], str] = {}
         self._checks: list[Readiness] = []
+        self._routes: Routes = {}
         self._resources = contextlib.AsyncExitStack()
         self._awaiting: dict[str, str] = {}  # dependency -> why it is not there yet
         self._redis_problem: str | None = "not connected yet"
         self._started = False
         self._fatal: tuple[type[Exception], ...] = (StartupError, *spec.fatal)
+        self._main: asyncio.Task[Any] | None = None
 
     # -- what services call ---------------------------------------------------------------
     def subscriber(
@@ -136,6 +139,23 @@ class Runtime(Generic[S]):
     async def resource(self, manager: AbstractAsyncContextManager[T]) -> T:
         """Enter ``manager`` (a client, a pool); it is exited at shutdown, after the tasks."""
         return await self._resources.enter_async_context(manager)
+
+    def route(
+        self,
+        method: str,
+        path: str,
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    ) -> None:
+        """Serve ``handler`` for ``method path`` on the health port, beside ``/healthz``
+        (an operator's REST API); it answers 404 until ``start`` adds it."""
+        self._routes[method.upper(), path] = handler
+
+    def reclaim_signals(self) -> None:
+        """Make SIGTERM and SIGINT stop the process through the runtime again, after a
+        library (kopf) installed handlers of its own."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal, sig, self._main)
 
     def readiness(self, check: Readiness) -> None:
         """Add a check to ``/readyz``: it returns what is not ready (empty when ready)."""
@@ -230,7 +250,11 @@ class Runtime(Generic[S]):
         host, port = self.config.runtime.listen()
         runtime_cls = self.spec.runtime_settings
         health = HealthServer(
-            host, port, self.not_ready, variable=env_name(runtime_cls, "health_listen")
+            host,
+            port,
+            self.not_ready,
+            variable=env_name(runtime_cls, "health_listen"),
+            routes=self._routes,
         )
         try:
             await health.start()
@@ -239,9 +263,8 @@ class Runtime(Generic[S]):
             await self.bus.close()
             return 1
         loop = asyncio.get_running_loop()
-        main = asyncio.current_task()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._on_signal, sig, main)
+        main = self._main = asyncio.current_task()
+        self.reclaim_signals()
         probe = asyncio.create_task(self._probe_redis(), name="akservice-redis-probe")
         lease = ConsumerLease(self.bus, self.consumer)
         code = 0

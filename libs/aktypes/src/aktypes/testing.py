@@ -344,6 +344,34 @@ def example_payloads() -> list[ev.Payload]:
             below_minimum=["uakt"],
             pending=1,
         ),
+        ev.InventoryCluster(
+            nodes=[
+                ev.NodeInventory(
+                    name="gpu-1",
+                    allocatable=ev.Amounts(cpu=8000, memory=2**35, ephemeral=2**37, gpu=8),
+                    allocated=ev.Amounts(cpu=500, memory=2**29),
+                    gpus=[
+                        ev.GPUInfo(
+                            vendor="nvidia",
+                            model="a100",
+                            memory="80Gi",
+                            interface="sxm",
+                            count=8,
+                            physical=2,
+                            replicas=4,
+                            product="NVIDIA-A100-SXM4-80GB",
+                        )
+                    ],
+                    storage_classes=["beta3"],
+                )
+            ],
+            storage=[ev.StorageInventory(storage_class="beta3", capacity=2**40, allocated=2**30)],
+            excluded=[ev.ExcludedNode(name="node-2", reason="cordoned")],
+            unknown_gpus=["NVIDIA-Z9000"],
+            generation=3,
+        ),
+        ev.InventoryNodes(changed=[ev.NodeInventory(name="node-3")], removed=["node-2"]),
+        ev.InventoryStorage(storage=[ev.StorageInventory(storage_class="beta3", capacity=2**40)]),
         ev.DeadLetter(
             source_stream="akash.chain.events",
             entry_id="1-0",

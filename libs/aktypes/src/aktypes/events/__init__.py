@@ -64,6 +64,16 @@ from aktypes.events.cluster import (
 )
 from aktypes.events.deadletter import DeadLetter
 from aktypes.events.envelope import Envelope, InvalidEntryError, envelope_from_fields
+from aktypes.events.inventory import (
+    Amounts,
+    ExcludedNode,
+    GPUInfo,
+    InventoryCluster,
+    InventoryNodes,
+    InventoryStorage,
+    NodeInventory,
+    StorageInventory,
+)
 from aktypes.events.provider import (
     BidCloseCause,
     BidDeclined,
@@ -143,7 +153,14 @@ CLUSTER_REPLY_TYPES = (
     MigrationRefused,
     LeaseQueryFailed,
 )
-STATUS_TYPES = (ChainStatus, BidEngineStatus, ClusterStatus, ManifestStatus, BalanceStatus)
+STATUS_TYPES = (
+    ChainStatus,
+    BidEngineStatus,
+    ClusterStatus,
+    ManifestStatus,
+    BalanceStatus,
+    InventoryCluster,
+)
 
 STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
     streams.CHAIN_EVENTS: CHAIN_EVENT_TYPES,
@@ -162,6 +179,7 @@ STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
     streams.MANIFEST_EVENTS: (ManifestReceived, ManifestRejected, ManifestTimedOut),
     streams.MANIFEST_COMMANDS: (SubmitManifest,),
     streams.BALANCE_EVENTS: (WithdrawalRequested, LeaseOutOfFunds, SweepRequested),
+    streams.INVENTORY_EVENTS: (InventoryCluster, InventoryNodes, InventoryStorage),
 }
 
 Event = Annotated[
@@ -227,6 +245,9 @@ Event = Annotated[
     | ClusterStatus
     | ManifestStatus
     | BalanceStatus
+    | InventoryCluster
+    | InventoryNodes
+    | InventoryStorage
     | DeadLetter,
     Field(discriminator="type"),
 ]
@@ -241,6 +262,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "STATUS_TYPES",
     "STREAM_TYPES",
+    "Amounts",
     "AuditorAttributesChanged",
     "BalanceStatus",
     "BidCloseCause",
@@ -267,7 +289,9 @@ __all__ = [
     "DeploymentUpdated",
     "Envelope",
     "Event",
+    "ExcludedNode",
     "ForwardedPort",
+    "GPUInfo",
     "GetLeaseManifest",
     "GetLeaseStatus",
     "GroupClosed",
@@ -277,6 +301,9 @@ __all__ = [
     "HostnamesChecked",
     "InvalidEntryError",
     "InventoryChanged",
+    "InventoryCluster",
+    "InventoryNodes",
+    "InventoryStorage",
     "LeaseClosed",
     "LeaseClosedReason",
     "LeaseCreated",
@@ -299,6 +326,7 @@ __all__ = [
     "MigrateHostnames",
     "Migrated",
     "MigrationRefused",
+    "NodeInventory",
     "NodeTotals",
     "OrderClosed",
     "OrderCreated",
@@ -316,6 +344,7 @@ __all__ = [
     "ScreenGroup",
     "Send",
     "ServiceStatus",
+    "StorageInventory",
     "SubmitManifest",
     "SweepRequested",
     "TxCommitted",

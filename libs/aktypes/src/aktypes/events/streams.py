@@ -14,8 +14,19 @@ BIDENGINE_COMMANDS: Final = "akash.provider.bidengine.commands"
 MANIFEST_EVENTS: Final = "akash.provider.manifest.events"
 MANIFEST_COMMANDS: Final = "akash.provider.manifest.commands"
 BALANCE_EVENTS: Final = "akash.provider.balance.events"
+INVENTORY_EVENTS: Final = "akash.provider.inventory.events"
 
-SERVICES: Final = ("chain", "bidengine", "cluster", "manifest", "balance", "gateway")
+SERVICES: Final = (
+    "chain",
+    "bidengine",
+    "cluster",
+    "manifest",
+    "balance",
+    "gateway",
+    "inventory",
+    "hostname",
+    "ip",
+)
 
 
 def status_stream(service: str) -> str:
