@@ -1,0 +1,223 @@
+"""The operators' Kubernetes client: plain JSON requests by path through the official
+client's ``ApiClient`` (its kubeconfig, TLS and token handling), each on a worker thread
+under a timeout so a hung API server never holds the event loop.
+
+Only what the operators need: get, list, create, replace, merge-patch, delete, and
+:meth:`Kube.ensure` (create, or replace when what the server holds differs in the fields
+the operator owns). Failures are :class:`KubeError` with the server's status and message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
+
+Obj = dict[str, Any]
+
+
+class KubeError(Exception):
+    """A request the API server refused or could not answer (``status`` 0: no answer)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status or 'no answer'}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+
+def api_client(path: Path | None = None) -> ApiClient:
+    """A client from ``path``, else ``$KUBECONFIG`` or ``~/.kube/config``, else the pod's
+    service account."""
+    config = kubernetes.config
+    files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
+    try:
+        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=os.path.expanduser(files)
+        )
+    except config.ConfigException as no_file:
+        if path is not None:
+            raise
+        configuration = Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException as exc:
+            raise config.ConfigException(
+                f"no kubeconfig ({no_file}) and not in a cluster ({exc})"
+            ) from exc
+        client = ApiClient(configuration)
+    return client
+
+
+def resource_path(
+    api_version: str, plural: str, namespace: str | None = None, name: str | None = None
+) -> str:
+    """``/api/v1/namespaces/ns/services/name``, ``/apis/networking.k8s.io/v1/ingresses``…"""
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    if namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+class Kube:
+    """Async JSON requests against one API server."""
+
+    def __init__(self, client: ApiClient, *, timeout_s: float = 30.0) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> Kube:
+        return cls(api_client(path), **kw)
+
+    def close(self) -> None:
+        self.client.close()  # type: ignore[no-untyped-call]
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        return await asyncio.to_thread(self._blocking, method, path, query, body, content_type)
+
+    async def get(self, path: str) -> Obj | None:
+        """The object at ``path``; None when there is none (404)."""
+        try:
+            return await self.request("GET", path)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def list(self, path: str, *, selector: str = "") -> list[Obj]:
+        query = [("labelSelector", selector)] if selector else []
+        items: list[Obj] = (await self.request("GET", path, query=query)).get("items") or []
+        return items
+
+    async def create(self, path: str, obj: Obj) -> Obj:
+        return await self.request("POST", path, body=obj)
+
+    async def patch(self, path: str, patch: Obj) -> Obj:
+        return await self.request(
+            "PATCH", path, body=patch, content_type="application/merge-patch+json"
+        )
+
+    async def delete(self, path: str) -> bool:
+        """Delete ``path``; False when it was already gone."""
+        try:
+            await self.request("DELETE", path, body={"propagationPolicy": "Background"})
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    async def ensure(self, collection: str, desired: Obj, *, owned: Sequence[str]) -> str:
+        """Make the object ``desired`` (posted to ``collection``) exist as desired.
+
+        ``owned`` names the top-level fields the operator decides (``spec``…); labels and
+        annotations it sets are compared too, others on the object are kept. Returns
+        ``created``, ``updated`` or ``unchanged``; a concurrent change (409) is read again.
+        """
+        name = desired["metadata"]["name"]
+        for _ in range(5):
+            current = await self.get(f"{collection}/{name}")
+            if current is None:
+                try:
+                    await self.create(collection, desired)
+                    return "created"
+                except KubeError as exc:
+                    if exc.status != 409:
+                        raise
+                    continue
+            if _holds(current, desired, owned):
+                return "unchanged"
+            meta = current["metadata"]
+            updated = {**current, **{field: desired[field] for field in owned if field in desired}}
+            updated["metadata"] = {
+                **meta,
+                "labels": {**(meta.get("labels") or {}), **desired["metadata"].get("labels", {})},
+                "annotations": {
+                    **(meta.get("annotations") or {}),
+                    **desired["metadata"].get("annotations", {}),
+                },
+            }
+            try:
+                await self.request("PUT", f"{collection}/{name}", body=updated)
+                return "updated"
+            except KubeError as exc:
+                if exc.status != 409:
+                    raise
+        raise KubeError(409, f"{collection}/{name} kept changing while it was written")
+
+    def _blocking(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, Any]],
+        body: Any,
+        content_type: str,
+    ) -> Obj:
+        api = self.client
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        request = api.param_serialize(
+            method,
+            path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = api.call_api(*request, _request_timeout=self.timeout_s)
+        except ApiException as exc:
+            raise KubeError(int(exc.status or 0), str(exc.reason or exc)) from None
+        except Exception as exc:  # urllib3: refused, reset, timed out
+            raise KubeError(0, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}") from None
+        data: bytes = response.read()  # type: ignore[no-untyped-call]
+        if not 200 <= response.status < 300:
+            raise KubeError(response.status, _message(data, response.reason or ""))
+        return json.loads(data) if data else {}
+
+
+def _message(data: bytes, reason: str) -> str:
+    try:
+        body = json.loads(data) if data else {}
+    except ValueError:
+        return data[:200].decode(errors="replace") or reason
+    return str(body.get("message") or reason) if isinstance(body, dict) else reason
+
+
+def _holds(current: Obj, desired: Obj, owned: Sequence[str]) -> bool:
+    """Whether ``current`` already says what ``desired`` says in the owned fields and in
+    the labels and annotations ``desired`` sets."""
+    meta, want = current.get("metadata") or {}, desired.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        have: Mapping[str, str] = meta.get(key) or {}
+        if any(have.get(k) != v for k, v in (want.get(key) or {}).items()):
+            return False
+    return all(_contains(current.get(field), desired[field]) for field in owned if field in desired)
+
+
+def _contains(have: Any, want: Any) -> bool:
+    """``want`` is in ``have``: every field it sets has that value (server defaults aside)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_contains(have.get(k), v) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(have) == len(want)
+            and all(_contains(h, w) for h, w in zip(have, want, strict=True))
+        )
+    return bool(have == want)
