@@ -61,6 +61,7 @@ def operator_settings(name: str) -> kopf.OperatorSettings:
     settings.watching.client_timeout = 330
     settings.watching.reconnect_backoff = 1.0
     settings.batching.error_delays = (1, 2, 5, 10, 20, 30)
+    settings.execution.default_backoff = 5  # an unexpected error: try again soon, not in 60 s
     settings.networking.request_timeout = 30
     return settings
 
@@ -76,7 +77,8 @@ async def run_kopf(
     """Start kopf on ``registry`` (cluster-wide unless ``namespaces``) as a supervised task."""
     ready = asyncio.Event()
     rt.readiness(lambda: [] if ready.is_set() else ["kopf: not watching yet"])
-    logging.getLogger("kopf").setLevel(logging.WARNING)
+    debugging = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    logging.getLogger("kopf").setLevel(logging.DEBUG if debugging else logging.WARNING)
     before = asyncio.all_tasks()
     tasks = await kopf.spawn_tasks(
         registry=registry,
