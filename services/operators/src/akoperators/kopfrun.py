@@ -19,13 +19,16 @@ killed operator resumes where it stopped and never loses a deletion.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import kopf
 
+from akoperators.kube import Kube, KubeError
 from akservice import Runtime
 
 log = logging.getLogger("akoperators")
@@ -92,3 +95,22 @@ async def run_kopf(
     )
     rt.reclaim_signals()  # kopf installed its own: the runtime drains the whole process
     rt.supervise(kopf.run_tasks(tasks, ignored=before), "kopf")
+
+
+@contextlib.asynccontextmanager
+async def _opened(path: Path | None) -> AsyncIterator[Kube]:
+    kube = Kube.from_kubeconfig(path)
+    try:
+        yield kube
+    finally:
+        kube.close()
+
+
+async def connect(rt: Runtime[Any], kubeconfig: Path | None) -> tuple[Kube, dict[str, Any]]:
+    """A client for the operator's handlers (closed at shutdown) and the API server's
+    ``/version``, waited for while the API cannot be reached."""
+    kube = await rt.resource(_opened(kubeconfig))
+    version = await rt.wait_for(
+        "the Kubernetes API", lambda: kube.request("GET", "/version"), retry_on=(KubeError,)
+    )
+    return kube, version

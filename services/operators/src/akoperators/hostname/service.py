@@ -20,11 +20,9 @@ Everything it decides comes from Kubernetes, so a killed operator resumes where 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kopf
@@ -43,7 +41,7 @@ from akoperators.domain.hosts import (
     route_of,
 )
 from akoperators.hostname.settings import HostnameSettings
-from akoperators.kopfrun import operator_settings, registry_with_login, run_kopf
+from akoperators.kopfrun import connect, operator_settings, registry_with_login, run_kopf
 from akoperators.kube import Kube, KubeError, resource_path
 from akservice import Runtime, ServiceSpec
 
@@ -263,21 +261,9 @@ def build_registry(settings: HostnameSettings, hosts: Hosts) -> kopf.OperatorReg
     return registry
 
 
-@contextlib.asynccontextmanager
-async def _kube(path: Path | None) -> AsyncIterator[Kube]:
-    kube = Kube.from_kubeconfig(path)
-    try:
-        yield kube
-    finally:
-        kube.close()
-
-
 async def start(rt: Runtime[HostnameSettings]) -> None:
     settings = rt.settings
-    kube = await rt.resource(_kube(settings.kubeconfig))
-    version = await rt.wait_for(
-        "the Kubernetes API", lambda: kube.request("GET", "/version"), retry_on=(KubeError,)
-    )
+    kube, version = await connect(rt, settings.kubeconfig)
     log.info(
         "routing hostnames with %s (Kubernetes %s)",
         "HTTPRoutes" if settings.ingress_mode == "gateway-api" else "Ingresses",
