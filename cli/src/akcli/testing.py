@@ -34,6 +34,7 @@ from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akgateway.testing import GatewayProcess
 from akmanifest.testing import ManifestProcess
+from akoperators.testing import OperatorProcess
 from akservice.testing import ServiceProcess, eventually
 from aktypes.events import Envelope, envelope_from_fields
 from aktypes.ids import LeaseID
@@ -85,6 +86,8 @@ class Provider:
     backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
     scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
     replicas: int = 1  # of the bid engine, manifest, balance and gateway (cluster: ``clusters``)
+    operators: tuple[str, ...] = ()  # on kubesim: "inventory", "hostname", "ip"
+    operator_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *, clusters: int | None = None) -> Provider:
@@ -98,6 +101,7 @@ class Provider:
                 "AP_CLUSTER_BACKEND": "kube",
                 "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
                 "AP_CLUSTER_STORAGE": self.storage,
+                **self._operators(kube),
                 **cluster_env,
             }
         else:
@@ -172,6 +176,29 @@ class Provider:
             self.processes[name] = gateway
             gateway.start()
         return self
+
+    def _operators(self, kube: KubeSimProcess) -> dict[str, str]:
+        """Start-up entries for the operators asked for; the cluster's settings for them."""
+        settings: dict[str, str] = {}
+        for kind in self.operators:
+            operator = OperatorProcess(
+                kind,
+                redis_url=self.redis_url,
+                log_path=self.tmp / f"{kind}-operator.log",
+                kubeconfig=kube.kubeconfig.resolve(),
+                env={"AP_INVENTORY_STORAGE": self.storage, **self.operator_env},
+            )
+            self.processes[f"{kind}-operator"] = operator
+            if kind == "hostname":
+                settings["AP_CLUSTER_HOSTNAME_OPERATOR"] = "true"
+            elif kind == "ip":
+                settings["AP_CLUSTER_IP_OPERATOR"] = operator.health_url
+                settings["AP_CLUSTER_IP_OPERATOR_INTERVAL"] = "500ms"
+        return settings
+
+    def operator(self, kind: str) -> OperatorProcess:
+        process: OperatorProcess = self.processes[f"{kind}-operator"]
+        return process
 
     def _replicas(self, service: str) -> list[tuple[int, str]]:
         """``(index, process name)`` of each replica: ``service``, ``service-1``, …"""

@@ -212,8 +212,16 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         view.get,
         levels=commit_levels(settings),
         node_ports=settings.cluster_node_ports,
-        ips=settings.cluster_leased_ips,
+        ips=0 if settings.cluster_ip_operator else settings.cluster_leased_ips,
     )
+    if settings.cluster_ip_operator:
+        from akcluster.adapters.ip_pool import IPPool  # noqa: PLC0415
+
+        def offer(capacity: int) -> None:
+            res.ips = capacity
+
+        pool = IPPool(settings.cluster_ip_operator, offer)
+        rt.supervise(pool.run(settings.cluster_ip_operator_interval), "ip-pool")
     backend, errors = _deployment_backend(settings)
     kube_version: dict[str, str] = {}
     if settings.cluster_backend == "kube":
@@ -281,6 +289,7 @@ def build_settings(settings: ClusterSettings) -> BuildSettings:
         public_hostname=settings.cluster_public_hostname,
         network_policies=settings.deployment_network_policies_enabled,
         ingress_class=settings.deployment_ingress_class,
+        ingresses=not settings.cluster_hostname_operator,
         pull_secret=settings.docker_image_pull_secrets_name,
         manifest_namespace=settings.k8s_manifest_ns,
         runtime_class=settings.deployment_runtime_class,
@@ -309,7 +318,9 @@ def _deployment_backend(settings: ClusterSettings) -> tuple[Backend, Errors]:
     )
 
     backend = KubeDeployments.from_kubeconfig(
-        settings.kubeconfig, manifest_namespace=settings.k8s_manifest_ns
+        settings.kubeconfig,
+        manifest_namespace=settings.k8s_manifest_ns,
+        ingresses=not settings.cluster_hostname_operator,
     )
     return backend, Errors(
         unavailable=(KubeUnavailable,), rejected=(KubeRejected,), not_found=(LeaseNotFound,)

@@ -92,6 +92,18 @@ class ClusterSettings(BaseSettings):
     deployment_ingress_class: str = Field(
         default="akash-ingress-class", description="IngressClass of tenants' hostnames"
     )
+    cluster_hostname_operator: bool = Field(
+        default=False,
+        description="leave Ingresses to the hostname operator (it routes the ProviderHosts)",
+    )
+    cluster_ip_operator: str = Field(
+        default="",
+        description="the IP operator's URL: leased-IP capacity from its /v1/pool, not "
+        "AP_CLUSTER_LEASED_IPS",
+    )
+    cluster_ip_operator_interval: Duration = Field(
+        default=5.0, gt=0, description="how often the IP operator's pool is read"
+    )
     cluster_deploy_concurrency: int = Field(
         default=8, ge=1, description="leases deployed, checked or torn down at once"
     )

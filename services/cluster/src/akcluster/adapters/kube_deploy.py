@@ -144,9 +144,11 @@ class KubeDeployments:
         *,
         manifest_namespace: str = "lease",
         request_timeout_s: float = 10.0,
+        ingresses: bool = True,
     ) -> None:
         self.api_client = api_client
         self.manifest_namespace = manifest_namespace
+        self.ingresses = ingresses  # False: the hostname operator's, never pruned here
         self.request_timeout_s = request_timeout_s
         self._resources: dict[tuple[str, str], _Resource] = {}
         self._owns_client = False
@@ -196,9 +198,9 @@ class KubeDeployments:
 
         In the lease's namespace: Deployments, StatefulSets and Services labelled
         ``akash.network/service-target=true`` (never a leased-IP Service, ``metal-lb``);
-        Ingresses and NetworkPolicies with the lease's labels; Secrets and RBAC objects of
-        a manifest service. In the manifest namespace: ProviderHosts and ProviderLeasedIPs of
-        the lease.
+        Ingresses (unless the hostname operator makes them) and NetworkPolicies with the
+        lease's labels; Secrets and RBAC objects of a manifest service. In the manifest
+        namespace: ProviderHosts and ProviderLeasedIPs of the lease.
         """
         namespace, wanted = lease_namespace(lease_id), set(keep)
         lease, service = _lease_selector(lease_id), f"{MANAGED}=true,{MANIFEST_SERVICE}"
@@ -218,6 +220,8 @@ class KubeDeployments:
         )
         removed = 0
         for api_version, kind, ns, selector in rules:
+            if kind == "Ingress" and not self.ingresses:
+                continue
             resource = await self._resource(api_version, kind)
             if resource is None:
                 continue

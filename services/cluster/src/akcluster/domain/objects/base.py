@@ -54,6 +54,7 @@ class BuildSettings:
     public_hostname: str = ""
     network_policies: bool = True
     ingress_class: str = "akash-ingress-class"
+    ingresses: bool = True  # False: the hostname operator makes them from the ProviderHosts
     pull_secret: str = ""
     manifest_namespace: str = "lease"
     runtime_class: str = ""

@@ -107,7 +107,8 @@ def lease_objects(
             )
         )
         objects += services(service, lease_id, resource_version)
-    objects += ingresses(lease_id, group, settings, withheld)
+    if settings.ingresses:
+        objects += ingresses(lease_id, group, settings, withheld)
     return objects
 
 

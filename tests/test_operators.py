@@ -1,0 +1,201 @@
+"""The operators in the whole suite (devnet, Redis, relay, kubesim, every service, the
+hostname and IP operators): the cluster declares ProviderHosts and ProviderLeasedIPs and
+leaves the Ingresses and LoadBalancer Services to the operators; the leased-IP capacity the
+bid engine is offered comes from the IP operator's pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from akcli.testing import Provider, certified, leased, running, whole_suite
+from akdevnet.tenant import ClientCertificate, Tenant
+from akdevnet.testing import DevnetClients
+from akservice.testing import eventually, http_status
+from aktypes.ids import LeaseID
+from aktypes.namespace import lease_namespace
+from aktypes.sdl import SDL, parse_sdl
+
+NGINX = "nginx.ingress.kubernetes.io"
+SHARED_IP = "metallb.universe.tf/allow-shared-ip"
+SDL_TEXT = """
+version: "2.0"
+endpoints:
+  myip:
+    kind: ip
+services:
+  web:
+    image: nginx:1.27
+    expose:
+      - port: 80
+        as: 80
+        accept: [shop.operators.test, www.operators.test]
+        http_options: {read_timeout: 2500, max_body_size: 4194304}
+        to:
+          - global: true
+      - port: 5432
+        as: 5432
+        to:
+          - global: true
+            ip: myip
+profiles:
+  compute:
+    web:
+      resources:
+        cpu: {units: 0.25}
+        memory: {size: 256Mi}
+        storage: {size: 512Mi}
+  placement:
+    dc:
+      attributes: {host: akash}
+      pricing:
+        web: {denom: uact, amount: 100000}
+deployment:
+  web:
+    dc: {profile: web, count: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    with whole_suite(
+        tmp_path_factory.mktemp("suite"),
+        operators=("hostname", "ip"),
+        operator_env={
+            "AP_IP_POOL": "203.0.113.10-203.0.113.13",
+            "AP_HOSTNAME_RETRY": "500ms",
+            "AP_IP_RETRY": "500ms",
+        },
+        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
+    ) as provider:
+        yield provider
+
+
+@pytest.fixture
+async def chain(suite: Provider) -> AsyncIterator[DevnetClients]:
+    async with suite.devnet.clients() as clients:
+        yield clients
+
+
+def routed(provider: Provider) -> dict[str, Any]:
+    """What the operators made on kubesim: Ingresses by ``namespace/host`` and
+    LoadBalancer Services by ``namespace/name``."""
+    api = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(provider.kubesim.kubeconfig)
+    )
+    try:
+        ingresses = api.sanitize_for_serialization(
+            kubernetes.client.NetworkingV1Api(api).list_ingress_for_all_namespaces().items
+        )
+        services = api.sanitize_for_serialization(
+            kubernetes.client.CoreV1Api(api).list_service_for_all_namespaces().items
+        )
+    finally:
+        api.close()
+    return {
+        "ingresses": {
+            f"{i['metadata']['namespace']}/{i['spec']['rules'][0]['host']}": i for i in ingresses
+        },
+        "balancers": {
+            f"{s['metadata']['namespace']}/{s['metadata']['name']}": s
+            for s in services
+            if s["spec"]["type"] == "LoadBalancer"
+        },
+    }
+
+
+async def deployed(
+    provider: Provider, tenant: Tenant, certificate: ClientCertificate, shape: SDL
+) -> LeaseID:
+    [lease] = await leased(provider, tenant, shape)
+    status, answer = await tenant.send_manifest_answer(
+        lease.dseq, shape, provider.gateway.url, certificate=certificate
+    )
+    assert status == 200, answer
+
+    async def answer_of() -> tuple[int, Any]:
+        return await tenant.lease_status(
+            lease.dseq, lease.gseq, lease.oseq, provider.gateway.url, certificate
+        )
+
+    await eventually(answer_of, timeout_s=90, what=f"{lease} running", until=running(shape, lease))
+    return lease
+
+
+@pytest.mark.timeout(300)
+async def test_hostnames_and_a_leased_ip_are_routed_by_the_operators_and_torn_down(
+    suite: Provider, chain: DevnetClients
+) -> None:
+    tenant = chain.tenant("tenant-1")
+    certificate = await certified(tenant, suite)
+    shape = parse_sdl(SDL_TEXT)
+    first = await deployed(suite, tenant, certificate, shape)
+    ns = lease_namespace(first)
+    made = await eventually(
+        lambda: _routed(suite),
+        timeout_s=30,
+        what="two Ingresses and two LoadBalancer ports",
+        until=lambda r: len(r["ingresses"]) == 2 and len(r["balancers"]) == 1,
+    )
+    assert set(made["ingresses"]) == {f"{ns}/shop.operators.test", f"{ns}/www.operators.test"}
+    shop = made["ingresses"][f"{ns}/shop.operators.test"]
+    assert shop["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "akash-hostname-operator"
+    assert shop["metadata"]["annotations"][f"{NGINX}/proxy-read-timeout"] == "3"
+    assert shop["metadata"]["annotations"][f"{NGINX}/proxy-body-size"] == "4194304"
+    [balancer] = made["balancers"].values()
+    assert balancer["metadata"]["namespace"] == ns
+    assert balancer["metadata"]["name"] == "web-ip-5432-tcp"
+    key = balancer["metadata"]["annotations"][SHARED_IP]
+    pool = suite.operator("ip")
+    assert _pool(pool.health_url)["sharing_keys"] == [key]
+
+    # the second lease of the same owner: the hostnames move to it on request
+    second = await deployed(suite, tenant, certificate, shape)
+    moved_to = lease_namespace(second)
+    status, answer = await tenant.gateway_request(
+        "POST",
+        f"{suite.gateway.url}/hostname/migrate",
+        certificate=certificate,
+        body=json.dumps(
+            {
+                "hostnames_to_migrate": ["shop.operators.test"],
+                "destination_dseq": second.dseq,
+                "destination_gseq": 1,
+            }
+        ),
+    )
+    assert (status, answer) == (200, {"transferred": ["shop.operators.test"]})
+    after = await eventually(
+        lambda: _routed(suite),
+        timeout_s=30,
+        what="shop's Ingress in the second lease",
+        until=lambda r: f"{moved_to}/shop.operators.test" in r["ingresses"]
+        and f"{ns}/shop.operators.test" not in r["ingresses"],
+    )
+    assert f"{ns}/www.operators.test" in after["ingresses"]
+
+    # both leases close: every Ingress and LoadBalancer Service goes with them
+    for lease in (first, second):
+        await tenant.close(lease.dseq)
+    await eventually(
+        lambda: _routed(suite),
+        timeout_s=60,
+        what="nothing routed any more",
+        until=lambda r: not r["ingresses"] and not r["balancers"],
+    )
+    assert _pool(pool.health_url)["in_use"] == 0
+
+
+async def _routed(provider: Provider) -> dict[str, Any]:
+    return routed(provider)
+
+
+def _pool(url: str) -> dict[str, Any]:
+    status, body = http_status(f"{url}/v1/pool")
+    assert status == 200 and isinstance(body, dict)
+    return body
