@@ -174,8 +174,10 @@ async def test_hostnames_and_a_leased_ip_are_routed_by_the_operators_and_torn_do
         lambda: _routed(suite),
         timeout_s=30,
         what="shop's Ingress in the second lease",
-        until=lambda r: f"{moved_to}/shop.operators.test" in r["ingresses"]
-        and f"{ns}/shop.operators.test" not in r["ingresses"],
+        until=lambda r: (
+            f"{moved_to}/shop.operators.test" in r["ingresses"]
+            and f"{ns}/shop.operators.test" not in r["ingresses"]
+        ),
     )
     assert f"{ns}/www.operators.test" in after["ingresses"]
 
