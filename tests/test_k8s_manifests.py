@@ -19,6 +19,7 @@ from kubesim.testing import KubeSimProcess
 ROOT = Path(__file__).parents[1]
 K8S = ROOT / "k8s"
 SERVICES = {"relay", "cluster", "bidengine", "manifest", "balance", "gateway"}
+OPERATORS = {"inventory-operator", "hostname-operator", "ip-operator"}
 
 
 def kubectl(*args: str, kubeconfig: Path | None = None, stdin: str | None = None) -> str:
@@ -37,7 +38,7 @@ def rendered() -> list[dict[str, Any]]:
 def test_every_object_is_valid_for_kubernetes_1_32_strictly() -> None:
     objects = rendered()
     kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
-    assert {("Deployment", name) for name in SERVICES} <= kinds
+    assert {("Deployment", name) for name in SERVICES | OPERATORS} <= kinds
     assert ("StatefulSet", "redis") in kinds
     for obj in objects:
         kubernetes_validate.validate(obj, "1.32", strict=True)
@@ -50,7 +51,7 @@ def test_the_crds_are_the_cluster_services_own() -> None:
     assert shipped == {c["metadata"]["name"]: c for c in crds()}
 
 
-def test_only_the_cluster_service_writes_to_kubernetes_and_every_pod_is_locked_down() -> None:
+def test_only_the_cluster_and_the_operators_write_to_kubernetes_every_pod_locked_down() -> None:
     objects = rendered()
     deployments = {
         o["metadata"]["name"]: o for o in objects if o["kind"] in ("Deployment", "StatefulSet")
@@ -65,10 +66,24 @@ def test_only_the_cluster_service_writes_to_kubernetes_and_every_pod_is_locked_d
             }, name
             assert container["resources"]["requests"] and container["readinessProbe"], name
         mounts_token = pod.get("automountServiceAccountToken", True)
-        assert mounts_token == (name in ("cluster", "gateway")), name
+        assert mounts_token == (name in {"cluster", "gateway"} | OPERATORS), name
     bindings = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRoleBinding"}
     subjects = sorted(s["name"] for b in bindings.values() for s in b["subjects"])
-    assert subjects == ["cluster", "gateway"]
+    assert subjects == sorted(["cluster", "gateway", *OPERATORS])
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+
+    def written(role: str) -> set[str]:
+        return {
+            resource
+            for rule in roles[f"akash-provider-{role}"]["rules"]
+            if {"create", "delete"} & set(rule["verbs"])
+            for resource in rule["resources"]
+        }
+
+    # each operator creates and deletes only what it makes (events aside)
+    assert written("inventory-operator") == {"events"}
+    assert written("hostname-operator") == {"ingresses", "httproutes", "events"}
+    assert written("ip-operator") == {"services", "events"}
     gateway = next(
         o
         for o in objects
@@ -136,6 +151,7 @@ def test_kubectl_apply_k_on_kubesim_establishes_the_crds_and_schedules_the_pods(
     }
 
     expected = {name: (1 if name == "relay" else 2) for name in SERVICES} | {"redis": 1}
+    expected |= dict.fromkeys(OPERATORS, 1)
 
     def scheduled() -> dict[str, int]:
         listed = kubectl("get", "pods", "-n", "akash-services", "-o", "json", kubeconfig=config)

@@ -10,10 +10,21 @@ from akchainsvc.service import SPEC as CHAIN
 from akcluster.service import SPEC as CLUSTER
 from akgateway.service import SPEC as GATEWAY
 from akmanifest.service import SPEC as MANIFEST
+from akoperators.hostname.service import SPEC as HOSTNAME
+from akoperators.ip.service import SPEC as IP
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
 
-SERVICES: list[ServiceSpec[Any]] = [CHAIN, CLUSTER, BIDENGINE, MANIFEST, GATEWAY, BALANCE]
+SERVICES: list[ServiceSpec[Any]] = [
+    CHAIN,
+    CLUSTER,
+    BIDENGINE,
+    MANIFEST,
+    GATEWAY,
+    BALANCE,
+    HOSTNAME,
+    IP,
+]
 
 
 def test_no_two_services_declare_one_name_differently() -> None:
