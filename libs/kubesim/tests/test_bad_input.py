@@ -218,6 +218,15 @@ def test_bad_objects_in_the_store_do_not_stop_the_controllers(
 
 
 # -- 2. malformed bodies, options and parameters -------------------------------------------------
+def _ingress(host: str, service: str, port: int) -> dict[str, Any]:
+    backend = {"service": {"name": service, "port": {"number": port}}}
+    path = {"path": "/", "pathType": "Prefix", "backend": backend}
+    return {
+        "metadata": {"name": "i"},
+        "spec": {"rules": [{"host": host, "http": {"paths": [path]}}]},
+    }
+
+
 BAD = [
     # create: a body that does not decode into its kind is 400, naming the field
     ("POST", CM, {"metadata": "x"}, None, 400, "BadRequest", "metadata"),
@@ -420,6 +429,23 @@ BAD = [
         422,
         "Invalid",
         "metadata.annotations",
+    ),
+    # an Ingress's host, backend Service name and port are checked as the API server does
+    *(
+        (
+            "POST",
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+            _ingress(host, service, port),
+            None,
+            422,
+            "Invalid",
+            field,
+        )
+        for host, service, port, field in (
+            ("Bad_Host.example.com", "web", 80, "spec.rules[0].host"),
+            ("a.example.com", "Web_1", 80, "backend.service.name"),
+            ("a.example.com", "web", 70000, "backend.service.port.number"),
+        )
     ),
     # patches
     ("PATCH", f"{CM}/cm", "x", MERGE, 400, "BadRequest", ""),

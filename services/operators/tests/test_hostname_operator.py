@@ -5,6 +5,7 @@ converges to the same Ingresses without duplicates or stuck finalizers."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
@@ -134,8 +135,9 @@ def cluster(kubesim_process: KubeSimProcess) -> Iterator[Cluster]:
 class Operator:
     """``python -m akoperators.hostname`` on kubesim; ``restart`` after a kill."""
 
-    def __init__(self, kubeconfig: Path, redis_url: str, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, redis_url: str, workdir: Path, **env: str) -> None:
         self.kubeconfig, self.redis_url, self.workdir = kubeconfig, redis_url, workdir
+        self.env = env
         self.runs = 0
         self.process = self._start()
 
@@ -146,7 +148,11 @@ class Operator:
             "hostname",
             redis_url=self.redis_url,
             log_path=self.workdir / f"hostname-{self.runs}.log",
-            env={"AP_KUBECONFIG": str(self.kubeconfig), "AP_HOSTNAME_RETRY": "500ms"},
+            env={
+                "AP_KUBECONFIG": str(self.kubeconfig),
+                "AP_HOSTNAME_RETRY": "500ms",
+                **self.env,
+            },
         )
         process.start()
         return process
@@ -321,3 +327,89 @@ def test_a_killed_operator_converges_without_duplicates_or_stuck_finalizers(
         cluster.withdraw(host)
     wait("every ProviderHost released", lambda: not names(cluster), operator, timeout=60)
     wait("every Ingress gone", lambda: not cluster.ingresses(), operator)
+
+
+def test_a_host_refused_again_and_again_is_ignored_until_its_spec_changes(
+    cluster: Cluster, operator: Operator
+) -> None:
+    first = lease(6, 30)
+    cluster.deploy(first, hosts=False)
+    host = provider_host_objects(first, WEB, settings=BUILD)[0]
+    host["spec"]["service_name"] = "Not_A_Service"  # the API server refuses the Ingress
+    cluster.declare(host)
+    ignored = wait(
+        "the host on the ignore list",
+        lambda: (
+            (s := cluster.host("shop.example.com").get("status", {})).get("state") == "ignored"
+            and s
+        ),
+        operator,
+    )
+    assert ignored["failures"] == 3 and "service.name" in ignored["message"]
+    assert ignored["ignored_until"] > time.time() + 3600
+    assert operator.log().count('"ignoring shop.example.com') == 1
+    time.sleep(2)  # four retry periods: nothing more is tried while it is ignored
+    assert cluster.host("shop.example.com")["status"] == ignored
+    host["spec"]["service_name"] = "web"  # a new spec is tried at once
+    cluster.declare(host)
+    wait("routed after the fix", lambda: state(cluster, "shop.example.com") == "routed", operator)
+    assert f"{lease_namespace(first)}/shop.example.com" in cluster.ingresses()
+
+
+HTTPROUTE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "httproutes.gateway.networking.k8s.io"},
+    "spec": {
+        "group": "gateway.networking.k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "httproutes", "singular": "httproute", "kind": "HTTPRoute"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_gateway_api_mode_routes_with_httproutes(
+    kubesim_process: KubeSimProcess, cluster: Cluster, redis_url: str, tmp_path: Path
+) -> None:
+    client.ApiextensionsV1Api(cluster.api).create_custom_resource_definition(HTTPROUTE_CRD)
+    operator = Operator(
+        kubesim_process.kubeconfig, redis_url, tmp_path, AP_INGRESS_MODE="gateway-api",
+        AP_GATEWAY_NAME="edge", AP_GATEWAY_NAMESPACE="gateways",
+    )  # fmt: skip
+    try:
+        first = lease(7, 40)
+        cluster.deploy(first)
+        ns = lease_namespace(first)
+
+        def routes() -> dict[str, Obj]:
+            items = cluster.custom.list_cluster_custom_object(
+                "gateway.networking.k8s.io", "v1", "httproutes"
+            )["items"]
+            return {f"{r['metadata']['namespace']}/{r['metadata']['name']}": r for r in items}
+
+        found = wait("two HTTPRoutes", lambda: len(r := routes()) == 2 and r, operator)
+        shop = found[f"{ns}/shop.example.com"]["spec"]
+        assert shop["parentRefs"] == [{"name": "edge", "namespace": "gateways"}]
+        assert shop["hostnames"] == ["shop.example.com"]
+        assert shop["rules"][0]["backendRefs"] == [{"name": "web", "port": 80}]
+        assert not cluster.ingresses()
+        for name in names(cluster):
+            cluster.withdraw(name)
+        wait("no HTTPRoute left", lambda: not routes() and not names(cluster), operator)
+    finally:
+        operator.process.stop()

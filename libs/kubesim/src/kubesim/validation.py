@@ -198,6 +198,8 @@ def _semantic(kind: str, obj: dict[str, Any]) -> list[Cause]:
         causes += _pod_spec(template.get("spec") or {}, "spec.jobTemplate.spec.template.spec")
     elif kind == "Service":
         causes += _service(spec)
+    elif kind == "Ingress":
+        causes += _ingress(spec)
     elif kind == "PersistentVolumeClaim":
         if not spec.get("accessModes"):
             causes.append(required("spec.accessModes"))
@@ -277,6 +279,45 @@ def _pod_spec(spec: dict[str, Any], at: str) -> list[Cause]:
                 (f"{at}.volumes[{i}].name", "FieldValueDuplicate", f'Duplicate value: "{name}"')
             )
         volumes.add(name)
+    return causes
+
+
+def _ingress(spec: dict[str, Any]) -> list[Cause]:
+    """A rule's host is a DNS subdomain (a leading ``*.`` allowed); a backend names a
+    Service by a DNS label and a port by a number in 1-65535 or a name."""
+    causes: list[Cause] = []
+    backends: list[tuple[str, dict[str, Any]]] = []
+    if spec.get("defaultBackend"):
+        backends.append(("spec.defaultBackend", spec["defaultBackend"]))
+    for i, rule in enumerate(spec.get("rules") or []):
+        host = rule.get("host")
+        if host and not is_dns_subdomain(str(host).removeprefix("*.")):
+            causes.append(
+                invalid_value(
+                    f"spec.rules[{i}].host", host, "a lowercase RFC 1123 subdomain must consist "
+                    "of lower case alphanumeric characters, '-' or '.'",
+                )
+            )  # fmt: skip
+        for j, path in enumerate(((rule.get("http") or {}).get("paths")) or []):
+            backends.append((f"spec.rules[{i}].http.paths[{j}].backend", path.get("backend") or {}))
+    for at, backend in backends:
+        service = backend.get("service")
+        if service is None:
+            continue
+        if not is_dns_label(service.get("name")):
+            causes.append(
+                invalid_value(
+                    f"{at}.service.name", service.get("name"), "a DNS-1035 label must consist "
+                    "of lower case alphanumeric characters or '-'",
+                )
+            )  # fmt: skip
+        number = (service.get("port") or {}).get("number")
+        if isinstance(number, int) and not 1 <= number <= 65535:
+            causes.append(
+                invalid_value(
+                    f"{at}.service.port.number", number, "must be between 1 and 65535, inclusive"
+                )
+            )
     return causes
 
 
