@@ -11,6 +11,7 @@ from akcluster.service import SPEC as CLUSTER
 from akgateway.service import SPEC as GATEWAY
 from akmanifest.service import SPEC as MANIFEST
 from akoperators.hostname.service import SPEC as HOSTNAME
+from akoperators.inventory.service import SPEC as INVENTORY
 from akoperators.ip.service import SPEC as IP
 from akservice.runtime import ServiceSpec
 from akservice.settings import conflicts, settings_of
@@ -22,6 +23,7 @@ SERVICES: list[ServiceSpec[Any]] = [
     MANIFEST,
     GATEWAY,
     BALANCE,
+    INVENTORY,
     HOSTNAME,
     IP,
 ]

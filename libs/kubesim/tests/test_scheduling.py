@@ -174,6 +174,33 @@ def test_requests_that_fit_no_node_stay_pending_with_a_reason(
     assert deployment_status.unavailable_replicas == 1
 
 
+def test_a_cordoned_node_takes_no_new_pods_until_uncordoned(
+    cluster_api: client.ApiClient, ns: str
+) -> None:
+    apps, core = client.AppsV1Api(cluster_api), client.CoreV1Api(cluster_api)
+    gpu_only = {"nodeSelector": {"kubernetes.io/hostname": "gpu-node"}}
+    core.patch_node("gpu-node", {"spec": {"unschedulable": True}})
+    try:
+        apps.create_namespaced_deployment(ns, deployment("cordoned", **gpu_only))
+        (pod,) = wait_until(
+            lambda: pods_of(core, ns, "cordoned"),
+            lambda items: (
+                len(items) == 1
+                and any(c.type == "PodScheduled" for c in items[0].status.conditions or [])
+            ),
+        )
+        assert pod.spec.node_name is None
+        (scheduled,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]
+        assert "1 node(s) were unschedulable" in scheduled.message
+    finally:
+        core.patch_node("gpu-node", {"spec": {"unschedulable": False}})
+    (placed,) = wait_until(
+        lambda: pods_of(core, ns, "cordoned"),
+        lambda items: len(items) == 1 and items[0].spec.node_name == "gpu-node",
+    )
+    assert placed.spec.node_name == "gpu-node"
+
+
 def test_gpu_pods_land_only_on_a_node_with_that_model(
     cluster_api: client.ApiClient, ns: str
 ) -> None:

@@ -9,12 +9,25 @@ nodes:
     storage-classes: [beta2]
     gpus: {vendor: nvidia, model: a100, count: 2, memory: 80Gi, interface: sxm}
     labels: {zone: a}        # optional, added to the generated ones
+  - name: gpu-raw
+    akash-labels: false      # as before the inventory operator has run
+    gpus: {model: a100, count: 2, replicas: 4, memory: 80Gi, interface: sxm}
 ```
 
-Nodes carry the labels a real provider cluster has once its inventory operator and GPU
-feature discovery have run: `kubernetes.io/hostname`, `nvidia.com/gpu.product` and friends,
-and Akash's `akash.network/capabilities.*` labels, so that node affinity written for a real
-cluster schedules the same way here.
+By default nodes carry the labels a real provider cluster has once its inventory operator
+and GPU feature discovery have run: `kubernetes.io/hostname`, `nvidia.com/gpu.product` and
+friends, and Akash's `akash.network/capabilities.*` labels, so that node affinity written
+for a real cluster schedules the same way here.
+
+A node with `akash-labels: false` carries only what a real cluster's GPU feature discovery,
+device plugin and node feature discovery set — `nvidia.com/gpu.product` as GFD names the
+card (`NVIDIA-A100-SXM4-80GB`, or the GPU's `product`), `nvidia.com/gpu.memory` (MiB),
+`gpu.count` (physical cards), `gpu.replicas`, `gpu.sharing-strategy`,
+`feature.node.kubernetes.io/pci-10de.present` (AMD: `amd.com/gpu.product-name`,
+`amd.com/gpu.vram`, `pci-1002`) — and waits for an inventory operator to label it.
+
+`replicas` time-slices each GPU: the device plugin offers `count × replicas` units
+(`nvidia.com/gpu` allocatable) and GFD appends `-SHARED` to the product name.
 """
 
 from __future__ import annotations
@@ -40,9 +53,77 @@ class GpuSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     vendor: Literal["nvidia", "amd"] = "nvidia"
     model: str
-    count: int = Field(ge=1)
+    count: int = Field(ge=1)  # physical cards
     memory: str | None = None
     interface: Literal["pcie", "sxm"] | None = None
+    replicas: int = Field(1, ge=1, le=1024)  # time-slicing: device plugin units per card
+    product: str | None = None  # the name GPU feature discovery reports (default: derived)
+
+    @property
+    def units(self) -> int:
+        """What the device plugin offers: every card shared into its replicas."""
+        return self.count * self.replicas
+
+    def product_name(self) -> str:
+        """The card's name as GFD (NVIDIA) or AMD's node labeller reports it."""
+        if self.product:
+            return self.product
+        if self.vendor == "amd":
+            return f"AMD_Instinct_{self.model.upper()}"
+        name = f"NVIDIA-{self.model.upper()}"
+        if self.interface:
+            name += "-SXM4" if self.interface == "sxm" else "-PCIE"
+        if self.memory:
+            name += f"-{round(quantity.parse(self.memory) / 2**30)}GB"
+        return name
+
+    def akash_labels(self) -> dict[str, str]:
+        """Akash's capability labels, as the inventory operator writes them."""
+        base = f"akash.network/capabilities.gpu.vendor.{self.vendor}.model.{self.model}"
+        count = str(self.units)
+        labels = {base: count}
+        if self.memory:
+            labels[f"{base}.ram.{self.memory}"] = count
+        if self.interface:
+            labels[f"{base}.interface.{self.interface}"] = count
+        return labels
+
+    def discovery_labels(self, *, akash: bool) -> dict[str, str]:
+        """What GPU feature discovery (or AMD's labeller) and NFD set; with ``akash`` the
+        short form kubesim has always written beside Akash's labels."""
+        vendor = "nvidia.com" if self.vendor == "nvidia" else "amd.com"
+        mib = str(int(quantity.parse(self.memory) / 2**20)) if self.memory else ""
+        if akash:
+            labels = {
+                f"{vendor}/gpu.present": "true",
+                f"{vendor}/gpu.product": self.product or self.model,
+                f"{vendor}/gpu.count": str(self.count),
+            }
+            if mib:
+                labels[f"{vendor}/gpu.memory"] = mib
+        elif self.vendor == "amd":
+            labels = {
+                "amd.com/gpu.product-name": self.product_name(),
+                "amd.com/gpu.count": str(self.count),
+                "feature.node.kubernetes.io/pci-1002.present": "true",
+            }
+            if self.memory:
+                labels["amd.com/gpu.vram"] = f"{round(quantity.parse(self.memory) / 2**30)}G"
+        else:
+            shared = self.replicas > 1
+            labels = {
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": self.product_name() + ("-SHARED" if shared else ""),
+                "nvidia.com/gpu.count": str(self.count),
+                "nvidia.com/gpu.replicas": str(self.replicas),
+                "nvidia.com/gpu.sharing-strategy": "time-slicing" if shared else "none",
+                "feature.node.kubernetes.io/pci-10de.present": "true",
+            }
+            if mib:
+                labels["nvidia.com/gpu.memory"] = mib
+        if akash and self.replicas > 1:
+            labels[f"{vendor}/gpu.replicas"] = str(self.replicas)
+        return labels
 
 
 class NodeSpec(BaseModel):
@@ -55,6 +136,7 @@ class NodeSpec(BaseModel):
     gpus: GpuSpec | None = None
     pods: int = Field(110, ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
+    akash_labels: bool = Field(True, alias="akash-labels")  # false: no inventory operator yet
 
     @field_validator("name")
     @classmethod
@@ -100,25 +182,15 @@ class NodeSpec(BaseModel):
             "kubernetes.io/hostname": self.name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",
-            "akash.network": "true",
         }
-        for cls in self.storage_classes:
-            labels[f"akash.network/capabilities.storage.class.{cls}"] = "1"
+        if self.akash_labels:
+            labels["akash.network"] = "true"
+            for cls in self.storage_classes:
+                labels[f"akash.network/capabilities.storage.class.{cls}"] = "1"
+            if self.gpus is not None:
+                labels.update(self.gpus.akash_labels())
         if self.gpus is not None:
-            gpu = self.gpus
-            base = f"akash.network/capabilities.gpu.vendor.{gpu.vendor}.model.{gpu.model}"
-            count = str(gpu.count)
-            labels[base] = count
-            if gpu.memory:
-                labels[f"{base}.ram.{gpu.memory}"] = count
-            if gpu.interface:
-                labels[f"{base}.interface.{gpu.interface}"] = count
-            vendor = "nvidia.com" if gpu.vendor == "nvidia" else "amd.com"
-            labels[f"{vendor}/gpu.present"] = "true"
-            labels[f"{vendor}/gpu.product"] = gpu.model
-            labels[f"{vendor}/gpu.count"] = count
-            if gpu.memory:
-                labels[f"{vendor}/gpu.memory"] = str(int(quantity.parse(gpu.memory) / 2**20))
+            labels.update(self.gpus.discovery_labels(akash=self.akash_labels))
         labels.update(self.labels)
         return labels
 
@@ -131,7 +203,7 @@ class NodeSpec(BaseModel):
         }
         if self.gpus is not None:
             vendor = "nvidia.com/gpu" if self.gpus.vendor == "nvidia" else "amd.com/gpu"
-            found[vendor] = str(self.gpus.count)
+            found[vendor] = str(self.gpus.units)
         return found
 
     def node_object(self, index: int, kubelet_version: str) -> dict[str, Any]:

@@ -84,6 +84,16 @@ def _tolerated(pod: dict[str, Any], node: dict[str, Any]) -> str | None:
     return None
 
 
+def _tolerates_cordon(pod: dict[str, Any]) -> bool:
+    """A cordoned node (``spec.unschedulable``) takes only pods that tolerate
+    ``node.kubernetes.io/unschedulable`` (DaemonSets' pods do), as the real scheduler."""
+    return any(
+        t.get("key") == "node.kubernetes.io/unschedulable"
+        or (t.get("operator") == "Exists" and not t.get("key"))
+        for t in pod["spec"].get("tolerations") or []
+    )
+
+
 def scheduler(ctx: Context) -> None:
     nodes: list[dict[str, Any]] = []
     offered: dict[str, dict[str, Decimal]] = {}
@@ -159,6 +169,9 @@ def _place(
     used = room.used
     for node in room.nodes:
         name = node["metadata"]["name"]
+        if (node.get("spec") or {}).get("unschedulable") and not _tolerates_cordon(pod):
+            reasons["node(s) were unschedulable"] += 1
+            continue
         taint = _tolerated(pod, node)
         if taint is not None:
             reasons[f"node(s) had untolerated taint {{{taint}: }}"] += 1

@@ -1,0 +1,49 @@
+"""The REST API on the health port: ``GET /v1/inventory`` and ``GET /v1/inventory/watch``.
+
+``/v1/inventory`` answers the current :class:`~aktypes.events.InventoryCluster` as JSON (the
+shape of the bus event), or 503 with the reason before the first full sync.
+``/v1/inventory/watch`` streams newline-delimited JSON: the current inventory first, then
+each new one (a reader that falls behind gets the latest, not every one in between); it
+ends when the operator stops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from akoperators.inventory.publisher import Publisher
+from akservice import Runtime
+
+
+def serve(rt: Runtime[Any], publisher: Publisher) -> None:
+    async def inventory(_: web.Request) -> web.Response:
+        current = publisher.current
+        if current is None:
+            return web.json_response(
+                {"status": "not synced", "problems": publisher.not_ready()}, status=503
+            )  # as soon as it is built, even if the bus or the labels lag behind
+        return web.Response(text=current.model_dump_json(), content_type="application/json")
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        if publisher.current is None:
+            return web.json_response(
+                {"status": "not synced", "problems": publisher.not_ready()}, status=503
+            )
+        response = web.StreamResponse(
+            headers={"Content-Type": "application/x-ndjson", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        sent = -1
+        try:
+            while (current := await publisher.next_change(sent, rt.stopping)) is not None:
+                await response.write(current.model_dump_json().encode() + b"\n")
+                sent = current.generation
+        except ConnectionError:  # the reader went away
+            return response
+        await response.write_eof()
+        return response
+
+    rt.route("GET", "/v1/inventory", inventory)
+    rt.route("GET", "/v1/inventory/watch", watch)
