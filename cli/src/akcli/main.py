@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from akcli import bid, bus, operator, sdl
+from akcli import bid, bus, cluster, operator, sdl
 
 app = typer.Typer(
     name="akash-provider",
     help=(
         "Akash Network provider: run the suite, see what it is doing, SDL tools, the bus,"
-        " bid screening."
+        " bid screening, onboarding a cluster."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -26,6 +26,7 @@ app = typer.Typer(
 app.add_typer(sdl.app, name="sdl")
 app.add_typer(bus.app, name="bus")
 app.add_typer(bid.app, name="bid")
+app.add_typer(cluster.app, name="cluster")
 
 
 @app.command()

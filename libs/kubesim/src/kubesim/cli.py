@@ -8,9 +8,11 @@ import logging
 import signal
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
+from kubesim.authz import Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import CONTROLLERS, ControllerSettings
 from kubesim.sim import KubeSim
@@ -46,11 +48,26 @@ def serve(
     disable: Annotated[
         list[str] | None, typer.Option(help=f"controllers to switch off: {', '.join(CONTROLLERS)}")
     ] = None,
+    users: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML file of users by token: authenticate every request and authorise it "
+            "by RBAC (the kubeconfig's token stays the admin's); without it, no checks"
+        ),
+    ] = None,
+    tls: Annotated[
+        bool,
+        typer.Option(
+            help="serve https with a CA made at start (in the kubeconfig); kubectl sends "
+            "its token only over https"
+        ),
+    ] = False,
 ) -> None:
     """Serve the Kubernetes API on HOST:PORT until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         cluster = ClusterSpec.load(nodes) if nodes else DEFAULT_CLUSTER
+        known = Users.load(users) if users else None
     except ValueError as exc:
         typer.echo(f"kubesim: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -68,7 +85,14 @@ def serve(
         asyncio.run(
             _serve(
                 KubeSim(
-                    cluster, kube_version=kube_version, controllers=settings, host=host, port=port
+                    cluster,
+                    kube_version=kube_version,
+                    controllers=settings,
+                    host=host,
+                    port=port,
+                    users=known,
+                    tls=tls,
+                    tls_hosts=[urlsplit(server_url).hostname or ""] if server_url else [],
                 ),
                 kubeconfig,
                 server_url,

@@ -1,7 +1,13 @@
-"""A kubeconfig for a kubesim server, usable by the official clients, kopf and kubectl."""
+"""A kubeconfig for a kubesim server, usable by the official clients, kopf and kubectl.
+
+The token is the admin's (``kubesim``) unless another is given: with users
+(``kubesim.authz``) a kubeconfig per user is how a test acts as that user. An https
+server's CA goes in as ``certificate-authority-data`` (``kubesim.tls``).
+"""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import yaml
@@ -9,12 +15,24 @@ import yaml
 CONTEXT = "kubesim"
 
 
-def render(server: str, namespace: str = "default") -> str:
+ADMIN_TOKEN = "kubesim"  # noqa: S105 - a simulator's well-known admin token
+
+
+def render(
+    server: str,
+    namespace: str = "default",
+    *,
+    token: str = ADMIN_TOKEN,
+    ca_pem: bytes | None = None,
+) -> str:
+    cluster = {"server": server}
+    if ca_pem is not None:  # an https server (kubesim.tls)
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": server}}],
-        "users": [{"name": CONTEXT, "user": {"token": "kubesim"}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": CONTEXT, "user": {"token": token}}],
         "contexts": [
             {
                 "name": CONTEXT,
@@ -27,8 +45,11 @@ def render(server: str, namespace: str = "default") -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def write(path: Path, server: str) -> Path:
+def write(
+    path: Path, server: str, *, token: str = ADMIN_TOKEN, ca_pem: bytes | None = None
+) -> Path:
+    """Write a kubeconfig (0600) for ``server`` as the user of ``token``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(server))
+    path.write_text(render(server, token=token, ca_pem=ca_pem))
     path.chmod(0o600)
     return path

@@ -10,7 +10,9 @@ query parameters are read by `kubesim.inputs`, the action subresources (scale, b
 eviction, finalize) live in `kubesim.subresources`.
 Errors are `Status` bodies — every one, aiohttp's own included, and anything unforeseen is
 a logged 500, never a dropped connection. `/_kubesim/*` holds kubesim's own controls (fault
-switches, compaction) for tests driving a server process.
+switches, compaction) for tests driving a server process. With users (``kubesim.authz``)
+each request is authenticated and authorised by RBAC first; the access reviews are in
+``kubesim.reviews``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import pydantic_core
 from aiohttp import web
 
-from kubesim import errors, inputs, subresources, tables
+from kubesim import authz, errors, inputs, reviews, subresources, tables
 from kubesim.catalog import ResourceType
 from kubesim.decoding import FieldValidation
 from kubesim.execs import ExecRunner
@@ -56,6 +58,8 @@ RETURNS_DELETED = {
 
 
 WATCH_POLL = 1.0  # how often an idle watch checks that its client is still there
+# what anyone may read without credentials (a real cluster's system:public-info-viewer)
+PUBLIC = ("/healthz", "/livez", "/readyz", "/version", "/version/")
 # the options each writing verb takes, named in the 422 for an unsupported option value
 OPTIONS = {
     "POST": "CreateOptions",
@@ -122,17 +126,22 @@ class ApiServer:
         bookmark_interval: float = 5.0,
         watch_timeout: float = 1800.0,
         execs: ExecRunner | None = None,
+        users: authz.Users | None = None,
     ) -> None:
         self.store = store
+        self.users = users  # None: no authentication, every request is the admin's
+        self.authorizer = authz.Authorizer(store)
+        self.reviews = reviews.Reviews(self.authorizer)
         self.faults = faults
         self.logs = logs
         self.execs = execs or ExecRunner()
         self.git_version = git_version
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
-        self.app = web.Application(
-            middlewares=[self._errors, self._fault_switches], client_max_size=inputs.MAX_BODY
-        )
+        middlewares = [self._errors, self._fault_switches]
+        if users is not None:
+            middlewares.append(self._authorize)
+        self.app = web.Application(middlewares=middlewares, client_max_size=inputs.MAX_BODY)
         self.app.on_shutdown.append(self._stop_execs)
         r = self.app.router
         for probe in ("/healthz", "/livez", "/readyz"):
@@ -147,6 +156,8 @@ class ApiServer:
             r.add_get("/apis/{group}/{version}" + slash, self.resource_list)
         r.add_post("/_kubesim/faults", self.set_faults)
         r.add_post("/_kubesim/compact", self.compact)
+        for path in reviews.PATHS:  # before the resources: they are not stored
+            r.add_route("*", path, self.reviews.handle)
         r.add_route("*", "/api/{version}/{tail:.+}", self.resource)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self.resource)
 
@@ -188,6 +199,23 @@ class ApiServer:
                 await asyncio.sleep(delay)
         return await handler(request)
 
+    @web.middleware
+    async def _authorize(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Who is asking (401 when no token says), and may they (403 when RBAC says no)."""
+        path = request.path
+        if self.users is None or path.startswith("/_kubesim/"):
+            return await handler(request)
+        header = request.headers.get("Authorization")
+        if header is None and path in PUBLIC:
+            return await handler(request)
+        user = self.users.authenticate(header)
+        attrs = authz.Attributes.of_request(request.method, path, request.query)
+        decision = self.authorizer.authorize(user, attrs)
+        if not decision.allowed:
+            raise authz.forbidden(user, attrs, decision.reason)
+        request[reviews.USER] = user
+        return await handler(request)
+
     # -- discovery ------------------------------------------------------------
     async def version(self, _request: web.Request) -> web.Response:
         major, minor = self.store.kube_version.split(".")[:2]
@@ -223,13 +251,17 @@ class ApiServer:
         listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
         return {"name": group, "versions": listed, "preferredVersion": listed[0]}
 
-    async def groups(self, _request: web.Request) -> web.Response:
+    def _group_versions(self) -> dict[str, list[str]]:
         found = self.store.catalog.group_versions()
+        return found | {group: ["v1"] for group, _ in reviews.KINDS}
+
+    async def groups(self, _request: web.Request) -> web.Response:
+        found = self._group_versions()
         groups = [self._group_body(g, v) for g, v in sorted(found.items()) if g]
         return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
     async def group(self, request: web.Request) -> web.Response:
-        versions = self.store.catalog.group_versions().get(request.match_info["group"])
+        versions = self._group_versions().get(request.match_info["group"])
         if not versions or not request.match_info["group"]:
             raise errors.ApiError(
                 404, "NotFound", "the server could not find the requested resource"
@@ -250,13 +282,14 @@ class ApiServer:
 
     def _resource_list(self, group: str, version: str) -> web.Response:
         types = self.store.catalog.in_group_version(group, version)
-        if not types:
+        served = reviews.discovery(group, version)
+        if not types and not served:
             raise errors.ApiError(
                 404, "NotFound", "the server could not find the requested resource"
             )
         resources = [
             entry for t in sorted(types, key=lambda t: t.plural) for entry in t.discovery()
-        ]
+        ] + served
         gv = f"{group}/{version}" if group else version
         return _json(
             {

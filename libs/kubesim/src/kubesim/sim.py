@@ -5,6 +5,9 @@
         sim.write_kubeconfig(tmp / "kubeconfig")
         sim.faults.unavailable(5)
 
+    KubeSim(users=Users({"t0ken": User("alice")}))  # RBAC on: see kubesim.authz
+    KubeSim(tls=True)  # https, its CA in the kubeconfigs it writes: see kubesim.tls
+
 In-process it binds a free port on 127.0.0.1; `python -m kubesim serve` runs the same.
 """
 
@@ -12,19 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
 
 from kubesim import kubeconfig
+from kubesim.authz import ADMIN_TOKEN, Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import Controllers, ControllerSettings
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
 from kubesim.server import ApiServer
 from kubesim.store import Store
+from kubesim.tls import ServerTLS, self_signed
 
 
 class KubeSim:
@@ -39,10 +46,18 @@ class KubeSim:
         history: int = 10_000,
         bookmark_interval: float = 5.0,
         log_interval: float = 1.0,
+        users: Users | None = None,
+        tls: bool = False,
+        tls_hosts: Sequence[str] = (),
     ) -> None:
         self.cluster = cluster
         self.host = host
         self.port = port
+        self.tls: ServerTLS | None = None
+        self._ssl: ssl.SSLContext | None = None
+        if tls:
+            self.tls = self_signed([host, "127.0.0.1", "localhost", *tls_hosts])
+            self._ssl = self.tls.server_context()
         self.store = Store(kube_version=kube_version, history=history)
         self.faults = Faults()
         git_version = f"v{kube_version}.0" if kube_version.count(".") == 1 else f"v{kube_version}"
@@ -52,6 +67,7 @@ class KubeSim:
             LogSource(log_interval),
             git_version=git_version,
             bookmark_interval=bookmark_interval,
+            users=users,
         )
         self.controllers = Controllers(
             self.store, self.faults, cluster, controllers or ControllerSettings(), git_version
@@ -63,7 +79,8 @@ class KubeSim:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     async def start(self) -> KubeSim:
         self.controllers.bootstrap()
@@ -77,7 +94,9 @@ class KubeSim:
     async def _listen(self) -> None:
         if self._runner is None:
             raise RuntimeError("kubesim is not started")
-        self._site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        self._site = web.TCPSite(
+            self._runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl
+        )
         await self._site.start()
         server = self._site._server  # the bound port, when asked for port 0
         if self.port == 0 and isinstance(server, asyncio.Server) and server.sockets:
@@ -105,10 +124,13 @@ class KubeSim:
     ) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: Path, server_url: str = "") -> Path:
+    def write_kubeconfig(
+        self, path: Path, server_url: str = "", *, token: str = ADMIN_TOKEN
+    ) -> Path:
         """A kubeconfig for this server at ``path``; ``server_url`` when clients reach it
-        by another address than the one served."""
-        return kubeconfig.write(path, server_url or self.url)
+        by another address than the one served; ``token``: whose it is (with users)."""
+        ca = self.tls.ca_pem if self.tls else None
+        return kubeconfig.write(path, server_url or self.url, token=token, ca_pem=ca)
 
     def _fault_changed(self) -> None:
         if self.faults.is_unavailable():

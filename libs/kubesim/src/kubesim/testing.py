@@ -4,7 +4,8 @@
 - `ThreadedKubeSim`: a simulator in a background thread with its own loop, for tests using
   the synchronous `kubernetes` client (the `kubesim_thread` fixture);
 - `KubeSimProcess`: `python -m kubesim serve` as a child process on a free port, with its
-  fault switches reached over HTTP (the `kubesim_process` fixture);
+  fault switches reached over HTTP (the `kubesim_process` fixture); with `users=` it
+  checks tokens and RBAC, and `kubeconfig_for(token)` writes a user's kubeconfig;
 - `wait_until`: poll a client call until the simulated cluster has caught up.
 
 The process harness, `free_port` and the waiting come from the shared kit (`akservice.testing`).
@@ -13,6 +14,7 @@ The process harness, `free_port` and the waiting come from the shared kit (`akse
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -26,7 +28,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from akservice.testing import ServiceProcess, eventually_sync, free_port, http_ready
+from akservice.testing import ServiceProcess, eventually_sync, free_port
+from kubesim import kubeconfig, tls
+from kubesim.authz import ADMIN_TOKEN, Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import ControllerSettings
 from kubesim.faults import Faults
@@ -97,8 +101,8 @@ class ThreadedKubeSim:
         self._loop.call_soon_threadsafe(run)
         return future.result(30)
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        return self.running.write_kubeconfig(path)
+    def write_kubeconfig(self, path: Path, *, token: str = ADMIN_TOKEN) -> Path:
+        return self.running.write_kubeconfig(path, token=token)
 
 
 def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0) -> T:
@@ -109,8 +113,16 @@ def wait_until(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float
 class KubeSimProcess(ServiceProcess):
     """`python -m kubesim serve` as a child process, on a free port."""
 
-    def __init__(self, workdir: Path, nodes: ClusterSpec | None = None, *extra: str) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        nodes: ClusterSpec | None = None,
+        *extra: str,
+        users: Users | None = None,
+        https: bool = False,
+    ) -> None:
         self.workdir = workdir
+        self.https = https
         self.port = free_port()
         self.kubeconfig = workdir / "kubeconfig"
         args = [
@@ -127,18 +139,48 @@ class KubeSimProcess(ServiceProcess):
             }
             nodes_file.write_text(yaml.safe_dump(data))
             args += ["--nodes", str(nodes_file)]
-        ready = http_ready(f"{self.url}/readyz")
+        if users is not None:
+            args += ["--users", str(users.dump(workdir / "users.yaml"))]
+        if https:
+            args.append("--tls")
         super().__init__(
             args,
             log_path=workdir / "kubesim.log",
-            ready=lambda: ready() and self.kubeconfig.exists(),
+            ready=self._ready,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             name="kubesim",
         )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.https else 'http'}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The server's CA (https), from the kubeconfig it wrote."""
+        if not self.https:
+            return None
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        return base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+
+    def kubeconfig_for(self, token: str, path: Path | None = None) -> Path:
+        """A kubeconfig for this server as the user of ``token``."""
+        target = path or self.workdir / f"kubeconfig-{token}"
+        return kubeconfig.write(target, self.url, token=token, ca_pem=self.ca_pem)
+
+    def _open(self, request: urllib.request.Request | str, timeout: float) -> Any:
+        ca = self.ca_pem
+        context = tls.client_context(ca) if ca is not None else None
+        return urllib.request.urlopen(request, timeout=timeout, context=context)  # noqa: S310
+
+    def _ready(self) -> bool:
+        if not self.kubeconfig.exists():  # written once the server listens
+            return False
+        try:
+            with self._open(f"{self.url}/readyz", 2.0) as reply:
+                return bool(reply.status == 200)
+        except (OSError, ValueError, KeyError):
+            return False
 
     def faults(self, **switches: Any) -> None:
         """Set fault switches over HTTP: `faults(unavailable={"seconds": 2})` (see Faults.apply)."""
@@ -148,5 +190,5 @@ class KubeSimProcess(ServiceProcess):
             headers={"Content-Type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=5) as reply:  # noqa: S310
+        with self._open(request, 5) as reply:
             reply.read()

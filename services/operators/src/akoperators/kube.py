@@ -161,6 +161,44 @@ class Kube:
                     raise
         raise KubeError(409, f"{collection}/{name} kept changing while it was written")
 
+    async def drift(self, collection: str, desired: Obj, *, owned: Sequence[str]) -> str:
+        """What :meth:`ensure` would do, without doing it: ``missing``, ``differs`` or
+        ``unchanged`` (read-only checks, such as ``akash-provider cluster check``)."""
+        current = await self.get(f"{collection}/{desired['metadata']['name']}")
+        if current is None:
+            return "missing"
+        return "unchanged" if _holds(current, desired, owned) else "differs"
+
+    async def access_review(
+        self,
+        verb: str,
+        group: str,
+        resource: str,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+    ) -> bool:
+        """Whether this client may ``verb`` the resource (a SelfSubjectAccessReview, as
+        ``kubectl auth can-i`` asks); ``resource`` may name a subresource: ``pods/log``."""
+        resource, _, subresource = resource.partition("/")
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        if subresource:
+            attributes["subresource"] = subresource
+        if namespace:
+            attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
+        review = await self.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes},
+            },
+        )
+        return bool((review.get("status") or {}).get("allowed"))
+
     def _blocking(
         self,
         method: str,
