@@ -1,11 +1,15 @@
 """The operators in the whole suite (devnet, Redis, relay, kubesim, every service, the
-hostname and IP operators): the cluster declares ProviderHosts and ProviderLeasedIPs and
-leaves the Ingresses and LoadBalancer Services to the operators; the leased-IP capacity the
-bid engine is offered comes from the IP operator's pool.
+inventory, hostname and IP operators) on a cluster the provider has never run on (nodes
+carry only what GPU feature discovery and the device plugin set): the cluster takes its
+inventory from the inventory operator, which labels the nodes, so bids follow the GPUs it
+found; the cluster declares ProviderHosts and ProviderLeasedIPs and leaves the Ingresses and
+LoadBalancer Services to the operators; the leased-IP capacity the bid engine is offered
+comes from the IP operator's pool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -13,10 +17,13 @@ from typing import Any
 import kubernetes
 import pytest
 
-from akcli.testing import Provider, certified, leased, running, whole_suite
+from akbus import Bus, RedisSettings
+from akcli.testing import Provider, certified, leased, running, sdl, stream, whole_suite
 from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually, http_status
+from aktypes.events import BidDeclined, ClusterStatus
+from aktypes.events.streams import BIDENGINE_EVENTS
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
@@ -61,11 +68,30 @@ deployment:
 """
 
 
+NODES = """
+nodes:
+  - {name: big-a, cpu: "64", memory: 256Gi, ephemeral-storage: 4Ti, akash-labels: false}
+  - name: gpu-a
+    cpu: "32"
+    memory: 128Gi
+    ephemeral-storage: 2Ti
+    akash-labels: false
+    gpus: {vendor: nvidia, model: a100, count: 2, memory: 80Gi, interface: sxm}
+  - name: gpu-shared
+    cpu: "16"
+    memory: 64Gi
+    ephemeral-storage: 1Ti
+    akash-labels: false
+    gpus: {vendor: nvidia, model: rtx4090, count: 1, replicas: 4, memory: 24Gi, interface: pcie}
+"""
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
-        operators=("hostname", "ip"),
+        nodes=NODES,
+        operators=("inventory", "hostname", "ip"),
         operator_env={
             "AP_IP_POOL": "203.0.113.10-203.0.113.13",
             "AP_HOSTNAME_RETRY": "500ms",
@@ -201,3 +227,99 @@ def _pool(url: str) -> dict[str, Any]:
     status, body = http_status(f"{url}/v1/pool")
     assert status == 200 and isinstance(body, dict)
     return body
+
+
+async def test_bids_follow_the_gpus_the_inventory_operator_found(
+    suite: Provider, chain: DevnetClients
+) -> None:
+    status, inventory = http_status(f"{suite.operator('inventory').health_url}/v1/inventory")
+    assert status == 200 and isinstance(inventory, dict)
+    gpus = {n["name"]: n["gpus"] for n in inventory["nodes"]}
+    [a100] = gpus["gpu-a"]
+    assert (a100["model"], a100["memory"], a100["interface"], a100["count"]) == (
+        "a100", "80Gi", "sxm", 2,
+    )  # fmt: skip
+    [shared] = gpus["gpu-shared"]  # one card, time-sliced into four
+    assert (shared["model"], shared["count"], shared["physical"], shared["replicas"]) == (
+        "rtx4090", 4, 1, 4,
+    )  # fmt: skip
+    assert gpus["big-a"] == []
+
+    tenant = chain.tenant("tenant-2")
+    me = suite.devnet.signer("provider").address
+    wanted = await tenant.deploy(sdl(cpu=1, gpu="a100"))
+    sliced = await tenant.deploy(sdl(cpu=1, gpu="rtx4090"))
+    other = await tenant.deploy(sdl(cpu=1, gpu="h100"))
+    for deployment in (wanted, sliced):
+
+        async def bid_or_decline(d: Any = deployment) -> Any:
+            return await tenant.bids(d.dseq, provider=me) or await _declined(suite, d.dseq)
+
+        found = await eventually(bid_or_decline, timeout_s=60, what=f"a bid on {deployment.dseq}")
+        assert isinstance(found, list), found
+    declined = await eventually(
+        lambda: _declined(suite, other.dseq),
+        timeout_s=60,
+        what=f"the h100 order {other.dseq} declined",
+    )
+    assert {r.code for r in declined.reasons} == {"gpu_capability"}  # no h100 offered
+    assert await tenant.bids(other.dseq, provider=me) == []
+
+    # a cordoned node leaves the inventory, and the cluster's, within seconds
+    api = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(suite.kubesim.kubeconfig)
+    )
+    core = kubernetes.client.CoreV1Api(api)
+    try:
+        core.patch_node("gpu-shared", {"spec": {"unschedulable": True}})
+        nodes = await eventually(
+            lambda: _cluster_nodes(suite),
+            timeout_s=5,
+            what="gpu-shared gone from the cluster's inventory",
+            until=lambda names: "gpu-shared" not in names,
+        )
+        assert {"big-a", "gpu-a"} <= nodes
+        labels = core.read_node("gpu-shared").metadata.labels
+        assert not [k for k in labels if k.startswith("akash.network")]
+        again = await tenant.deploy(sdl(cpu=1, gpu="rtx4090"))
+        refused = await eventually(
+            lambda: _declined(suite, again.dseq),
+            timeout_s=60,
+            what="an rtx4090 order declined while gpu-shared is cordoned",
+        )
+        assert {r.code for r in refused.reasons} == {"gpu_unavailable"}  # none left to reserve
+    finally:
+        core.patch_node("gpu-shared", {"spec": {"unschedulable": False}})
+        api.close()
+    await eventually(
+        lambda: _cluster_nodes(suite),
+        timeout_s=5,
+        what="gpu-shared back",
+        until=lambda names: "gpu-shared" in names,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _bus(provider: Provider) -> AsyncIterator[Bus]:
+    bus = Bus.connect(RedisSettings(url=provider.redis_url), producer="test")
+    try:
+        yield bus
+    finally:
+        await bus.close()
+
+
+async def _declined(provider: Provider, dseq: int) -> BidDeclined | None:
+    async with _bus(provider) as bus:
+        found = await stream(bus, BIDENGINE_EVENTS)
+    for envelope in found:
+        payload = envelope.payload
+        if isinstance(payload, BidDeclined) and payload.order_id.dseq == dseq:
+            return payload
+    return None
+
+
+async def _cluster_nodes(provider: Provider) -> set[str]:
+    async with _bus(provider) as bus:
+        status = await bus.status("cluster")
+    payload = status.payload if status is not None else None
+    return {n.name for n in payload.nodes} if isinstance(payload, ClusterStatus) else set()

@@ -189,7 +189,9 @@ class Provider:
                 env={"AP_INVENTORY_STORAGE": self.storage, **self.operator_env},
             )
             self.processes[f"{kind}-operator"] = operator
-            if kind == "hostname":
+            if kind == "inventory":
+                settings["AP_CLUSTER_INVENTORY"] = "operator"
+            elif kind == "hostname":
                 settings["AP_CLUSTER_HOSTNAME_OPERATOR"] = "true"
             elif kind == "ip":
                 settings["AP_CLUSTER_IP_OPERATOR"] = operator.health_url

@@ -23,7 +23,7 @@ from akbus import ConnectionLost
 from akcluster import metrics
 from akcluster.adapters.null import load_inventory
 from akcluster.deployments import Backend, Deployments, Errors, MonitorPolicy
-from akcluster.domain.inventory import GPUModel, Inventory
+from akcluster.domain.inventory import GPUModel, Inventory, from_operator
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import InventoryFileError
@@ -37,6 +37,7 @@ from aktypes.events import (
     GetLeaseManifest,
     GetLeaseStatus,
     InventoryChanged,
+    InventoryCluster,
     LeaseClosed,
     LookupReservation,
     ManifestReceived,
@@ -76,6 +77,30 @@ class InventoryView:
 
     def get(self) -> Inventory | None:
         return self.current
+
+    async def first(self) -> Inventory:
+        """The inventory once there is one; TimeoutError after a few seconds without."""
+        async with asyncio.timeout(5.0):
+            while self.current is None:
+                self.changed.clear()
+                await self.changed.wait()
+        return self.current
+
+
+async def follow_operator(rt: Runtime[ClusterSettings], view: InventoryView) -> None:
+    """Take each inventory the inventory operator publishes, in order (its retained status:
+    every replica sees every one, a restarted one starts from the latest)."""
+    async for _, envelope in rt.bus.follow_statuses(["inventory"]):
+        cluster = envelope.payload
+        if isinstance(cluster, InventoryCluster):
+            generation = cluster.generation
+            view.update(from_operator(cluster))
+            log.info(
+                "inventory %d from the inventory operator: %d node(s)",
+                generation,
+                len(cluster.nodes),
+                extra={"unknown_gpus": cluster.unknown_gpus} if cluster.unknown_gpus else None,
+            )
 
 
 def _export(prefix: str, totals: ResourceTotals, gauge: Any) -> None:
@@ -199,6 +224,8 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     if settings.cluster_backend == "null":
         view.update(load_inventory(settings.cluster_inventory_file))
         log.info("null inventory: %d node(s)", len(view.current.nodes) if view.current else 0)
+    elif settings.cluster_inventory == "operator":
+        rt.supervise(follow_operator(rt, view), "inventory")
     else:
         from akcluster.adapters.kube import KubeInventory  # noqa: PLC0415 - only for kube
 
@@ -259,6 +286,10 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         counts["adopted"],
         counts["orphans"],
     )
+    if settings.cluster_backend == "kube" and settings.cluster_inventory == "operator":
+        await rt.wait_for(
+            "the inventory operator's first inventory", view.first, retry_on=(TimeoutError,)
+        )
     if kube is not None:
         await rt.wait_for(
             "the first inventory from Kubernetes",

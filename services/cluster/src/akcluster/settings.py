@@ -41,6 +41,11 @@ class ClusterSettings(BaseSettings):
         default="null",
         description="inventory from Kubernetes (kube) or from a nodes file (null)",
     )
+    cluster_inventory: Literal["kube", "operator"] = Field(
+        default="kube",
+        description="kube backend: read nodes and pods itself (kube), or take the inventory "
+        "operator's (operator)",
+    )
     cluster_inventory_file: Path | None = Field(
         default=None,
         description="null backend: YAML nodes file (default: one node 'solo', as Akash's)",

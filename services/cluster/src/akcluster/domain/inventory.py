@@ -1,8 +1,9 @@
 """The cluster's capacity as reservations see it: nodes, their GPUs, and storage pools.
 
-An :class:`Inventory` is a snapshot that an inventory backend (``kube`` or ``null``)
-produces: per node what Kubernetes lets pods use (``allocatable``) and what pods already
-request (``allocated``); per persistent storage class a cluster-wide pool. Reservations are
+An :class:`Inventory` is a snapshot that an inventory backend (``kube`` or ``null``, or
+the inventory operator's ``inventory.cluster``: :func:`from_operator`) produces: per node
+what Kubernetes lets pods use (``allocatable``) and what pods already request
+(``allocated``); per persistent storage class a cluster-wide pool. Reservations are
 subtracted from it elsewhere (:mod:`akcluster.domain.placement`); this module only
 describes capacity and adds it up.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aktypes.events import ResourceTotals
+from aktypes.events import Amounts, InventoryCluster, ResourceTotals
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,31 @@ def _totals(capacity: Capacity, storage: Mapping[str, int]) -> ResourceTotals:
         storage_ephemeral=capacity.ephemeral,
         storage=dict(storage),
     )
+
+
+def from_operator(cluster: InventoryCluster) -> Inventory:
+    """The inventory operator's picture (``inventory.cluster``) as reservations see it: per
+    node its allocatable and allocated amounts, the GPU model it offers most of, its storage
+    classes; the storage pools."""
+    nodes = []
+    for node in cluster.nodes:
+        gpu = max(node.gpus, key=lambda g: (g.count, g.vendor, g.model), default=None)
+        nodes.append(
+            Node(
+                name=node.name,
+                allocatable=_capacity(node.allocatable),
+                allocated=_capacity(node.allocated),
+                gpu_model=(
+                    GPUModel(gpu.vendor, gpu.model, gpu.memory, gpu.interface)
+                    if gpu is not None and gpu.count > 0
+                    else None
+                ),
+                storage_classes=frozenset(node.storage_classes),
+            )
+        )
+    storage = {s.storage_class: StoragePool(s.capacity, s.allocated) for s in cluster.storage}
+    return Inventory(tuple(sorted(nodes, key=lambda n: n.name)), storage)
+
+
+def _capacity(amounts: Amounts) -> Capacity:
+    return Capacity(amounts.cpu, amounts.memory, amounts.ephemeral, amounts.gpu)
