@@ -189,8 +189,11 @@ def test_run_starts_the_suite_which_bids_and_stops_on_ctrl_c(
     assert "The provider suite is running" in output
     assert "XRANGE akash.provider.bidengine.events" in output
     assert output.rstrip().endswith("stopping…"), output[-2000:]
-    for log in ("bidengine", "cluster-0", "relay"):
+    assert "/v1/inventory" in output and "/v1/pool" in output
+    for log in ("bidengine", "cluster-0", "relay", "inventory-operator", "hostname-operator"):
         assert '"stopped"' in (tmp_path / "logs" / f"{log}.log").read_text()
+    cluster = (tmp_path / "logs" / "cluster-0.log").read_text()
+    assert "from the inventory operator" in cluster  # the cluster's inventory is the operator's
 
 
 def _bids_placed(redis_url: str) -> int:

@@ -1,11 +1,13 @@
 """``akash-provider run``: the whole provider suite on embedded defaults, as separate processes.
 
 Redis (the embedded server unless ``REDIS_URL`` is set), the devnet chain, kubesim (a
-simulated Kubernetes cluster), the chain relay, the cluster service (``kube`` backend on
-kubesim), the bid engine, and simulated tenants deploying SDLs from Akash's template
-library. Everything lives under ``.akash-provider/`` (logs in ``.akash-provider/logs``).
-It prints where everything is and how to watch the streams, and stops it all on Ctrl-C;
-if a process dies it says which, shows the end of its log, and stops the rest.
+simulated Kubernetes cluster) with the inventory, hostname and IP operators, the chain
+relay, the cluster service (``kube`` backend on kubesim, its inventory from the inventory
+operator), the bid engine, manifest, balance and gateway services, and simulated tenants
+deploying SDLs from Akash's template library. Everything lives under ``.akash-provider/``
+(logs in ``.akash-provider/logs``). It prints where everything is and how to watch the
+streams, and stops it all on Ctrl-C; if a process dies it says which, shows the end of its
+log, and stops the rest.
 """
 
 from __future__ import annotations
@@ -65,12 +67,15 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
         scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
+        operators=("inventory", "hostname", "ip"),
+        operator_env={"AP_IP_POOL": "198.51.100.10-198.51.100.19"},
         dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
         grpc_port=GRPC_PORT,
         balance_env={"AP_LEASE_FUNDS_MONITOR_INTERVAL": "1m", "AP_WITHDRAWAL_PERIOD": "5m"},
     )  # fmt: skip
     typer.echo(
-        "starting kubesim, the relay, the cluster, bid engine, balance, manifest and gateway…"
+        "starting kubesim, the operators, the relay, the cluster, bid engine, balance, "
+        "manifest and gateway…"
     )
     provider.start()
     processes += list(provider.processes.values())
@@ -116,6 +121,9 @@ The provider suite is running (Ctrl-C stops everything).
 
   chain (devnet)   RPC {devnet.rpc_url}   LCD {devnet.lcd_url}   home {home}
   kubesim          {kube.url}   kubeconfig {kube.kubeconfig}
+  operators        {provider.operator("inventory").health_url}/v1/inventory   (inventory)
+                   {provider.operator("hostname").health_url}/readyz   (hostnames → Ingresses)
+                   {provider.operator("ip").health_url}/v1/pool   (leased IPs → LoadBalancers)
   chain relay      {provider.processes["relay"].health_url}/readyz
   cluster          {provider.cluster().health_url}/readyz   (/metrics: provider_inventory_*)
   bid engine       {provider.bidengine.health_url}/readyz   (/metrics: provider_bid*)
