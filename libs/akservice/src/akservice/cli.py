@@ -26,7 +26,7 @@ from akservice.settings import SettingsError, load_config, settings_help
 
 
 def parser(spec: ServiceSpec[Any]) -> argparse.ArgumentParser:
-    prog = f"python -m {spec.distribution}"
+    prog = f"python -m {spec.module or spec.distribution}"
     groups: list[tuple[str, type[BaseSettings]]] = [
         (f"{spec.title} (AP_*)", spec.settings),
         ("process", spec.runtime_settings),

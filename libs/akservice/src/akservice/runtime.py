@@ -71,6 +71,7 @@ class ServiceSpec(Generic[S]):
     start: Callable[[Runtime[S]], Awaitable[None]]
     bus_defaults: dict[str, Any] = field(default_factory=dict)
     fatal: tuple[type[Exception], ...] = ()  # errors that end the process with one line
+    module: str = ""  # what `python -m` runs, when not the distribution's name
 
     @property
     def runtime_settings(self) -> type[RuntimeSettings]:

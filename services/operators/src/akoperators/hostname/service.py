@@ -278,6 +278,7 @@ SPEC = ServiceSpec(
     title="hostname operator",
     summary="ProviderHost resources → one Ingress (or Gateway API HTTPRoute) per hostname",
     distribution="akoperators",
+    module="akoperators.hostname",
     settings=HostnameSettings,
     health_listen="0.0.0.0:8098",
     start=start,

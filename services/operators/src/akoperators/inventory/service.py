@@ -88,6 +88,7 @@ SPEC = ServiceSpec(
     title="inventory operator",
     summary="nodes, GPUs and storage pools -> the inventory (bus, /v1/inventory) and node labels",
     distribution="akoperators",
+    module="akoperators.inventory",
     settings=InventorySettings,
     health_listen="0.0.0.0:8097",
     start=start,

@@ -215,6 +215,7 @@ SPEC = ServiceSpec(
     title="IP operator",
     summary="ProviderLeasedIP resources → MetalLB LoadBalancer Services; the pool at /v1/pool",
     distribution="akoperators",
+    module="akoperators.ip",
     settings=IPSettings,
     health_listen="0.0.0.0:8099",
     start=start,
