@@ -5,6 +5,7 @@ converges to the same Ingresses without duplicates or stuck finalizers."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,8 @@ from kubernetes import client, config
 from akcluster.domain.objects import manifest_object, provider_host_objects
 from akcluster.domain.objects.base import BuildSettings
 from akcluster.domain.objects.custom import crds
-from akservice.testing import RuntimeProcess, eventually_sync
+from akoperators.testing import OperatorProcess
+from akservice.testing import eventually_sync
 from aktypes.ids import LeaseID
 from aktypes.manifest import Group
 from aktypes.namespace import lease_namespace
@@ -132,50 +134,32 @@ def cluster(kubesim_process: KubeSimProcess) -> Iterator[Cluster]:
         made.api.close()
 
 
-class Operator:
-    """``python -m akoperators.hostname`` on kubesim; ``restart`` after a kill."""
-
-    def __init__(self, kubeconfig: Path, redis_url: str, workdir: Path, **env: str) -> None:
-        self.kubeconfig, self.redis_url, self.workdir = kubeconfig, redis_url, workdir
-        self.env = env
-        self.runs = 0
-        self.process = self._start()
-
-    def _start(self) -> RuntimeProcess:
-        self.runs += 1
-        process = RuntimeProcess(
-            "akoperators.hostname",
-            "hostname",
-            redis_url=self.redis_url,
-            log_path=self.workdir / f"hostname-{self.runs}.log",
-            env={
-                "AP_KUBECONFIG": str(self.kubeconfig),
-                "AP_HOSTNAME_RETRY": "500ms",
-                **self.env,
-            },
-        )
-        process.start()
-        return process
-
-    def restart(self) -> None:
-        self.process = self._start()
-
-    def log(self) -> str:
-        return self.process.log()
+def hostname_operator(
+    kubeconfig: Path, redis_url: str, workdir: Path, **env: str
+) -> OperatorProcess:
+    process = OperatorProcess(
+        "hostname",
+        redis_url=redis_url,
+        log_path=workdir / "hostname-operator.log",
+        kubeconfig=kubeconfig,
+        env={"AP_HOSTNAME_RETRY": "500ms", **env},
+    )
+    process.start()
+    return process
 
 
 @pytest.fixture
 def operator(
     kubesim_process: KubeSimProcess, cluster: Cluster, redis_url: str, tmp_path: Path
-) -> Iterator[Operator]:
-    running = Operator(kubesim_process.kubeconfig, redis_url, tmp_path)
+) -> Iterator[OperatorProcess]:
+    running = hostname_operator(kubesim_process.kubeconfig, redis_url, tmp_path)
     try:
         yield running
     finally:
-        running.process.stop()
+        running.stop()
 
 
-def wait(what: str, check: Any, operator: Operator, timeout: float = 20) -> Any:
+def wait(what: str, check: Any, operator: OperatorProcess, timeout: float = 20) -> Any:
     try:
         return eventually_sync(check, timeout, what, until=bool)
     except AssertionError as exc:
@@ -183,7 +167,7 @@ def wait(what: str, check: Any, operator: Operator, timeout: float = 20) -> Any:
 
 
 def test_two_hostnames_get_two_ingresses_that_move_with_a_migration_and_go_with_teardown(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     first, second, stranger = lease(1, 10), lease(1, 11), lease(2, 12)
     cluster.deploy(first)
@@ -267,7 +251,7 @@ def test_two_hostnames_get_two_ingresses_that_move_with_a_migration_and_go_with_
 
 
 def test_an_invalid_hostname_is_reported_and_never_written(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     first = lease(3, 20)
     cluster.deploy(first, hosts=False)
@@ -294,7 +278,7 @@ def state(cluster: Cluster, name: str) -> str:
 
 @pytest.mark.timeout(180)
 def test_a_killed_operator_converges_without_duplicates_or_stuck_finalizers(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     leases = [lease(4, 100 + n) for n in range(12)]
     groups = []
@@ -305,8 +289,7 @@ def test_a_killed_operator_converges_without_duplicates_or_stuck_finalizers(
         groups.append(parse_sdl(text).manifest.groups[0])
         cluster.deploy(lease_id, groups[-1])
     wait("the first Ingress", lambda: len(cluster.ingresses()) >= 1, operator)
-    operator.process.kill()
-    operator.restart()
+    operator.restart(signal.SIGKILL)
     done = wait(
         "24 Ingresses after the restart",
         lambda: (i := cluster.ingresses()) and len(i) == 24 and i,
@@ -321,8 +304,7 @@ def test_a_killed_operator_converges_without_duplicates_or_stuck_finalizers(
     # deletions half-way, then another kill: the rest is finished by the next operator
     for host in sorted(names(cluster))[:12]:
         cluster.withdraw(host)
-    operator.process.kill()
-    operator.restart()
+    operator.restart(signal.SIGKILL)
     for host in sorted(names(cluster)):
         cluster.withdraw(host)
     wait("every ProviderHost released", lambda: not names(cluster), operator, timeout=60)
@@ -330,7 +312,7 @@ def test_a_killed_operator_converges_without_duplicates_or_stuck_finalizers(
 
 
 def test_a_host_refused_again_and_again_is_ignored_until_its_spec_changes(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     first = lease(6, 30)
     cluster.deploy(first, hosts=False)
@@ -387,7 +369,7 @@ def test_gateway_api_mode_routes_with_httproutes(
     kubesim_process: KubeSimProcess, cluster: Cluster, redis_url: str, tmp_path: Path
 ) -> None:
     client.ApiextensionsV1Api(cluster.api).create_custom_resource_definition(HTTPROUTE_CRD)
-    operator = Operator(
+    operator = hostname_operator(
         kubesim_process.kubeconfig, redis_url, tmp_path, AP_INGRESS_MODE="gateway-api",
         AP_GATEWAY_NAME="edge", AP_GATEWAY_NAMESPACE="gateways",
     )  # fmt: skip
@@ -412,4 +394,4 @@ def test_gateway_api_mode_routes_with_httproutes(
             cluster.withdraw(name)
         wait("no HTTPRoute left", lambda: not routes() and not names(cluster), operator)
     finally:
-        operator.process.stop()
+        operator.stop()

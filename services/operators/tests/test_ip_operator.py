@@ -5,6 +5,7 @@ Service, and a killed operator converges without duplicates or stuck finalizers.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
@@ -16,7 +17,8 @@ from kubernetes import client, config
 from akcluster.domain.objects import manifest_object, provider_leased_ip_objects
 from akcluster.domain.objects.base import BuildSettings
 from akcluster.domain.objects.custom import crds, sharing_key
-from akservice.testing import RuntimeProcess, eventually_sync, http_status
+from akoperators.testing import OperatorProcess
+from akservice.testing import eventually_sync, http_status
 from aktypes.ids import LeaseID
 from aktypes.manifest import Group
 from aktypes.namespace import lease_namespace
@@ -104,51 +106,40 @@ def cluster(kubesim_process: KubeSimProcess) -> Iterator[Cluster]:
         made.api.close()
 
 
-class Operator:
-    def __init__(self, kubeconfig: Path, redis_url: str, workdir: Path) -> None:
-        self.kubeconfig, self.redis_url, self.workdir = kubeconfig, redis_url, workdir
-        self.runs = 0
-        self.process = self.start()
-
-    def start(self) -> RuntimeProcess:
-        self.runs += 1
-        self.process = RuntimeProcess(
-            "akoperators.ip",
-            "ip",
-            redis_url=self.redis_url,
-            log_path=self.workdir / f"ip-{self.runs}.log",
-            env={
-                "AP_KUBECONFIG": str(self.kubeconfig),
-                "AP_IP_POOL": "203.0.113.10-203.0.113.11",
-                "AP_IP_POOL_NAME": "leased",
-                "AP_IP_RETRY": "500ms",
-            },
-        )
-        self.process.start()
-        return self.process
-
-    def pool(self) -> dict[str, Any]:
-        status, body = http_status(f"{self.process.health_url}/v1/pool")
-        assert status == 200 and isinstance(body, dict)
-        return body
+def pool(operator: OperatorProcess) -> dict[str, Any]:
+    """The IP operator's ``/v1/pool``."""
+    status, body = http_status(f"{operator.health_url}/v1/pool")
+    assert status == 200 and isinstance(body, dict)
+    return body
 
 
 @pytest.fixture
 def operator(
     kubesim_process: KubeSimProcess, cluster: Cluster, redis_url: str, tmp_path: Path
-) -> Iterator[Operator]:
-    running = Operator(kubesim_process.kubeconfig, redis_url, tmp_path)
+) -> Iterator[OperatorProcess]:
+    running = OperatorProcess(
+        "ip",
+        redis_url=redis_url,
+        log_path=tmp_path / "ip-operator.log",
+        kubeconfig=kubesim_process.kubeconfig,
+        env={
+            "AP_IP_POOL": "203.0.113.10-203.0.113.11",
+            "AP_IP_POOL_NAME": "leased",
+            "AP_IP_RETRY": "500ms",
+        },
+    )
+    running.start()
     try:
         yield running
     finally:
-        running.process.stop()
+        running.stop()
 
 
-def wait(what: str, check: Any, operator: Operator, timeout: float = 20) -> Any:
+def wait(what: str, check: Any, operator: OperatorProcess, timeout: float = 20) -> Any:
     try:
         return eventually_sync(check, timeout, what, until=bool)
     except AssertionError as exc:
-        pytest.fail(f"{exc}\noperator log:\n{operator.process.log()[-4000:]}")
+        pytest.fail(f"{exc}\noperator log:\n{operator.log()[-4000:]}")
 
 
 def states(cluster: Cluster) -> dict[str, str]:
@@ -156,7 +147,7 @@ def states(cluster: Cluster) -> dict[str, str]:
 
 
 def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     first, second = lease(1, 10), lease(1, 11)
     cluster.deploy(first)
@@ -174,12 +165,12 @@ def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint
     udp = found[f"{ns}/web-ip-53-udp"]["spec"]["ports"][0]
     assert (udp["port"], udp["protocol"]) == (53, "UDP")
     wait("exposed", lambda: set(states(cluster).values()) == {"exposed"}, operator)
-    assert operator.pool() == {"capacity": 2, "in_use": 1, "available": 1, "sharing_keys": [key]}
+    assert pool(operator) == {"capacity": 2, "in_use": 1, "available": 1, "sharing_keys": [key]}
 
     # the same owner's second lease on the same endpoint name shares the address
     cluster.deploy(second)
     wait("four Services", lambda: len(cluster.balancers()) == 4, operator)
-    assert operator.pool()["in_use"] == 1
+    assert pool(operator)["in_use"] == 1
 
     # two other owners: one takes the last address, the other waits for one
     third, fourth = lease(2, 12), lease(3, 13)
@@ -195,7 +186,7 @@ def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint
         operator,
     )
     assert "every address of the pool (2) is in use" in pending["message"]
-    assert len(cluster.balancers()) == 6 and operator.pool()["available"] == 0
+    assert len(cluster.balancers()) == 6 and pool(operator)["available"] == 0
 
     # the third owner's lease closes: its address goes to the fourth
     third_names = [
@@ -205,35 +196,33 @@ def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint
         cluster.withdraw(name)
     wait("the fourth owner exposed", lambda: all(states(cluster).get(n) == "exposed" for n in waiting),
          operator)  # fmt: skip
-    assert sharing_key(fourth.owner, "myip") in operator.pool()["sharing_keys"]
+    assert sharing_key(fourth.owner, "myip") in pool(operator)["sharing_keys"]
     assert not any(k.startswith(lease_namespace(third)) for k in cluster.balancers())
 
     # teardown, with a kill in the middle: every Service gone, every finalizer released
     names = sorted(cluster.leased())
     for name in names[:3]:
         cluster.withdraw(name)
-    operator.process.kill()
-    operator.start()
+    operator.restart(signal.SIGKILL)
     for name in names[3:]:
         cluster.withdraw(name)
     wait("no ProviderLeasedIP left", lambda: not cluster.leased(), operator, timeout=30)
     wait("no LoadBalancer left", lambda: not cluster.balancers(), operator)
-    assert operator.pool()["in_use"] == 0
+    assert pool(operator)["in_use"] == 0
 
 
 @pytest.mark.timeout(120)
 def test_a_killed_operator_converges_to_one_service_per_port(
-    cluster: Cluster, operator: Operator
+    cluster: Cluster, operator: OperatorProcess
 ) -> None:
     leases = [lease(5, 100 + n) for n in range(10)]
     for lease_id in leases:
         cluster.deploy(lease_id)
     wait("a first Service", cluster.balancers, operator)
-    operator.process.kill()
-    operator.start()
+    operator.restart(signal.SIGKILL)
     found = wait("20 Services", lambda: len(b := cluster.balancers()) == 20 and b, operator, 60)
     for lease_id in leases:
         ns = lease_namespace(lease_id)
         assert {f"{ns}/web-ip-80-tcp", f"{ns}/web-ip-53-udp"} <= set(found)
     wait("all exposed", lambda: set(states(cluster).values()) == {"exposed"}, operator)
-    assert operator.pool()["in_use"] == 1  # one owner, one endpoint: one address
+    assert pool(operator)["in_use"] == 1  # one owner, one endpoint: one address
