@@ -10,6 +10,8 @@ drive the cluster as kubectl would (cordon, pods, claims) and read what the oper
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -311,6 +313,40 @@ async def test_a_restarted_operator_finds_everything_as_it_left_it(
     assert len(await bus_payloads(redis_url)) == published
     assert len(operator.logged("node labels written")) == written
     assert len(operator.logged("inventory operator ready")) == 2
+
+
+async def test_an_operator_killed_mid_change_converges_after_a_restart(
+    operator: Operator, cluster: Cluster, redis_url: str
+) -> None:
+    eventually_sync(lambda: cluster.akash_labels("cpu-1"), 5, until=lambda got: len(got) == 2)
+    generation = operator.inventory()["generation"]
+    # the operator is stopped in its tracks, the node cordoned, then the operator killed:
+    # the change reached it (or its socket) but was neither published nor labelled
+    assert operator.pid is not None
+    os.kill(operator.pid, signal.SIGSTOP)
+    cluster.core.patch_node("cpu-1", {"spec": {"unschedulable": True}})
+    time.sleep(0.3)  # the watch event is on its way to the stopped process
+    operator.kill()
+    assert cluster.akash_labels("cpu-1") == {"akash.network": "true", BETA2: "1"}
+    # and another change while it is down
+    cluster.core.patch_node("gpu-a100", {"spec": {"unschedulable": True}})
+    operator.start()
+    eventually_sync(
+        lambda: (cluster.akash_labels("cpu-1"), cluster.akash_labels("gpu-a100")),
+        5,
+        "both cordoned nodes unlabelled",
+        until=lambda got: got == ({}, {}),
+    )
+    inventory = operator.inventory()
+    assert {n["name"] for n in inventory["nodes"]} == {"gpu-sliced", "gpu-new"}
+    assert {e["name"] for e in inventory["excluded"]} == {"cpu-1", "gpu-a100"}
+    assert inventory["generation"] == generation + 1  # one change, published once
+    latest = await retained(redis_url)
+    assert latest is not None and latest.generation == generation + 1
+    for name in ("cpu-1", "gpu-a100"):
+        cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
+    eventually_sync(lambda: len(operator.inventory()["nodes"]), 5, until=(4).__eq__)
+    assert cluster.akash_labels("gpu-a100")[A100] == "2"
 
 
 def test_pods_claims_and_storage_classes_are_followed(operator: Operator, cluster: Cluster) -> None:
