@@ -12,7 +12,7 @@ from kubernetes import client, config
 from typer.testing import CliRunner
 
 from akcli.main import app
-from akoperators.vault import Vault, VaultError, key_id, read_key
+from akservice.secrets import Vault, VaultError, key_id, read_key
 from kubesim.authz import User, Users
 from kubesim.testing import KubeSimProcess
 

@@ -9,7 +9,7 @@
 - ``check --kubeconfig PATH``: the same checks, read-only;
 - ``rotate-key``: re-seal every sealed file with a new key.
 
-The work is :mod:`akoperators.onboard` and :mod:`akoperators.vault` (imported when a
+The work is :mod:`akoperators.onboard` and :mod:`akservice.secrets` (imported when a
 command runs: they bring the Kubernetes client, which ``--help`` does not need).
 """
 
@@ -70,7 +70,7 @@ def onboard(
     """Check the cluster and, when it has all the provider needs, set it up."""
     from akcluster.domain.objects.custom import crds  # noqa: PLC0415 - see the module
     from akoperators import onboard as onboarding  # noqa: PLC0415
-    from akoperators.vault import PROVIDER_KEY, Vault, VaultError  # noqa: PLC0415
+    from akservice.secrets import PROVIDER_KEY, Vault, VaultError  # noqa: PLC0415
 
     vault = Vault(key_file) if store else None
     try:
@@ -97,7 +97,7 @@ def rotate_key(key_file: KeyFile = DEFAULT_KEY_FILE) -> None:
     """Re-seal every sealed file with a new key; the old key then opens nothing.
 
     An interrupted rotation loses nothing: the next run finishes it first."""
-    from akoperators.vault import Vault, VaultError, key_id, read_key  # noqa: PLC0415
+    from akservice.secrets import Vault, VaultError, key_id, read_key  # noqa: PLC0415
 
     vault = Vault(key_file)
     try:

@@ -6,6 +6,7 @@ provider's RBAC, and the packaged copy of it is ``k8s/rbac.yaml``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from akcluster.adapters.kube import _api_client as cluster_client
 from akcluster.domain.objects.custom import crds
+from akgateway.adapters.kube import api_client as gateway_client
 from akoperators.domain.onboard import (
     ONBOARDING_NEEDS,
     Permission,
@@ -23,8 +26,9 @@ from akoperators.domain.onboard import (
     summarize_node,
 )
 from akoperators.onboard import check, onboard, provider_rbac
-from akoperators.vault import Vault, VaultError
-from akservice.testing import free_port
+from akoperators.testing import OperatorProcess
+from akservice.secrets import Vault, VaultError
+from akservice.testing import free_port, http_status
 from kubesim.authz import User, Users
 from kubesim.cluster import ClusterSpec
 from kubesim.testing import KubeSimProcess, ThreadedKubeSim
@@ -309,3 +313,38 @@ async def test_a_server_that_is_too_old_gone_or_refusing_the_token(tmp_path: Pat
     with ThreadedKubeSim(users=Users({})) as sim:
         refused = await check(sim.write_kubeconfig(tmp_path / "bad", token="wrong"), crds())
         assert refused.problems == ["the API server refused the kubeconfig's credentials (401)"]
+
+
+async def test_services_and_operators_use_the_sealed_kubeconfig(
+    kubesim: KubeSimProcess, admin: client.ApiClient, vault: Vault, redis_url: str, tmp_path: Path
+) -> None:
+    report = await onboard(kubesim.kubeconfig, crds(), vault=vault)
+    assert report.complete, report.render()
+    sealed = vault.root / "kubeconfig.sealed"
+    assert b"kubesim" not in sealed.read_bytes()  # the token is not there in the clear
+    # the cluster service's and the gateway's clients, opened in memory
+    for made in (cluster_client(sealed), gateway_client(sealed)):
+        try:
+            names = {n.metadata.name for n in client.CoreV1Api(made).list_node().items}
+        finally:
+            made.close()
+        assert names == {"cpu-a", "gpu-a"}
+    # an operator (kopf's login and the operator's own client) on the sealed kubeconfig
+    operator = OperatorProcess(
+        "ip",
+        redis_url=redis_url,
+        log_path=tmp_path / "ip.log",
+        kubeconfig=sealed,
+        env={"AP_IP_POOL": "203.0.113.10"},
+    )
+    with operator:  # ready: kopf logged in and watches
+        status, body = http_status(f"{operator.health_url}/v1/pool")
+        assert (status, body["capacity"]) == (200, 1)  # type: ignore[index]
+    # a wrong key file: the service says so in one line and stops
+    vault.key_file.write_bytes(os.urandom(32))
+    failing = OperatorProcess(
+        "hostname", redis_url=redis_url, log_path=tmp_path / "h.log", kubeconfig=sealed
+    )
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        failing.start()
+    assert "wrong key file" in failing.log() and "Traceback" not in failing.log()

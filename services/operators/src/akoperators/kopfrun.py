@@ -2,8 +2,8 @@
 
 :func:`run_kopf` starts kopf on a registry of the operator's own (not kopf's global one, so
 tests can load several operators in one interpreter), logs in with the same kubeconfig the
-rest of the provider uses (``AP_KUBECONFIG``, ``$KUBECONFIG``, ``~/.kube/config``, else the
-pod's service account), and ties kopf's life to the runtime's:
+rest of the provider uses (``AP_KUBECONFIG``, sealed or not, ``$KUBECONFIG``,
+``~/.kube/config``, else the pod's service account), and ties kopf's life to the runtime's:
 
 - ``/readyz`` says ``kopf: not watching yet`` until kopf has started its watches;
 - SIGTERM reaches the runtime, which sets ``stopping``: kopf sees it as its stop flag and
@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import kopf
+import kubernetes
 
 from akoperators.kube import Kube, KubeError
 from akservice import Runtime
+from akservice.secrets import is_sealed, kubeconfig_of
 
 log = logging.getLogger("akoperators")
 
@@ -40,6 +42,8 @@ def registry_with_login(kubeconfig: Path | None) -> kopf.OperatorRegistry:
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        if kubeconfig is not None and is_sealed(kubeconfig):
+            return _sealed_login(kubeconfig)
         if kubeconfig is not None:
             os.environ["KUBECONFIG"] = str(kubeconfig)
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -47,6 +51,25 @@ def registry_with_login(kubeconfig: Path | None) -> kopf.OperatorRegistry:
         return kopf.login_with_kubeconfig(**kwargs)
 
     return registry
+
+
+def _sealed_login(path: Path) -> kopf.ConnectionInfo:
+    """kopf's credentials from a sealed kubeconfig, opened in memory (the official client
+    reads it; kopf is given what it found)."""
+    configuration = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+        kubeconfig_of(path), client_configuration=configuration
+    )
+    scheme, _, token = str((configuration.api_key or {}).get("authorization", "")).partition(" ")
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
 
 
 def operator_settings(name: str) -> kopf.OperatorSettings:

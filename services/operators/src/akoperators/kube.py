@@ -20,6 +20,8 @@ import kubernetes
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
+from akservice.secrets import is_sealed, kubeconfig_of
+
 Obj = dict[str, Any]
 
 
@@ -33,9 +35,11 @@ class KubeError(Exception):
 
 
 def api_client(path: Path | None = None) -> ApiClient:
-    """A client from ``path``, else ``$KUBECONFIG`` or ``~/.kube/config``, else the pod's
-    service account."""
+    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
+    ``$KUBECONFIG`` or ``~/.kube/config``, else the pod's service account."""
     config = kubernetes.config
+    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
+        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
     files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
     try:
         client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]

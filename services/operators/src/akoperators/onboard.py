@@ -7,7 +7,7 @@ SelfSubjectAccessReview each — every permission of the provider's RBAC
 nothing. Otherwise it installs or upgrades Akash's CRDs (waiting until they are served),
 makes the provider's namespaces, labels the nodes as the inventory operator would (its
 own discovery: :func:`node_labeller`; labels are added, never removed), seals
-the kubeconfig with the vault (:mod:`akoperators.vault`) so the services can open it, and
+the kubeconfig with the vault (:mod:`akservice.secrets`) so the services can open it, and
 reports the nodes, GPUs, storage classes and what the provider would run without (no
 ingress class, no storage class, no MetalLB). :func:`check` asks the same, read-only.
 Each step is idempotent: a second run changes nothing.
@@ -46,7 +46,7 @@ from akoperators.domain.onboard import (
 )
 from akoperators.inventory.registry import bundled
 from akoperators.kube import Kube, KubeError, Obj, resource_path
-from akoperators.vault import KUBECONFIG, Vault
+from akservice.secrets import KUBECONFIG, Vault
 
 CRDS = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions")
 NAMESPACE_PATH = resource_path("v1", "namespaces")

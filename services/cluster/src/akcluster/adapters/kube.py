@@ -55,6 +55,7 @@ from akcluster.adapters.kube_objects import (
     uid_of,
 )
 from akcluster.domain.inventory import Capacity, Inventory, Node, StoragePool
+from akservice.secrets import is_sealed, kubeconfig_of
 
 log = logging.getLogger("akcluster.kube")
 V = TypeVar("V")
@@ -495,9 +496,12 @@ class KubeInventory:
 
 
 def _api_client(path: Path | None) -> ApiClient:
-    """A client from ``path``, else ``$KUBECONFIG`` (read now: the library reads it once, on
-    import) or ``~/.kube/config``, else the in-cluster service account."""
+    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
+    ``$KUBECONFIG`` (read now: the library reads it once, on import) or ``~/.kube/config``,
+    else the in-cluster service account."""
     config = kubernetes.config
+    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
+        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
     files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
     try:
         client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]

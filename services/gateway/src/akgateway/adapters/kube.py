@@ -33,6 +33,7 @@ from kubernetes.stream.ws_client import websocket_call
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
+from akservice.secrets import is_sealed, kubeconfig_of
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
@@ -156,8 +157,11 @@ class ExecSession:
 
 
 def api_client(path: Path | None) -> ApiClient:
-    """A client from ``path``, else ``$KUBECONFIG`` or ``~/.kube/config``, else in-cluster."""
+    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
+    ``$KUBECONFIG`` or ``~/.kube/config``, else in-cluster."""
     config = kubernetes.config
+    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
+        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
     files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
     try:
         client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from akchain.errors import KeyFileError
-from akoperators.vault import (
+from akservice import StartupError
+from akservice.secrets import (
     FORMAT,
     KEY_BYTES,
     Vault,
@@ -66,7 +66,7 @@ def test_the_wrong_key_fails_clearly(vault: Vault, tmp_path: Path) -> None:
     vault.key_file.write_bytes(other)  # someone else's key file in its place
     with pytest.raises(VaultError, match="was sealed with key .* wrong key file") as caught:
         vault.open("kubeconfig")
-    assert isinstance(caught.value, KeyFileError)  # stops a service like a bad key file
+    assert isinstance(caught.value, StartupError)  # a service stops with this one line
     sealed = (vault.root / "kubeconfig.sealed").read_bytes()
     with pytest.raises(VaultError, match="wrong key file"):
         unseal(other, "kubeconfig", sealed)
@@ -167,7 +167,7 @@ def test_a_rotation_killed_mid_way_loses_nothing(vault: Vault) -> None:
         f"""
         import os
         from pathlib import Path
-        from akoperators.vault import Vault
+        from akservice.secrets import Vault
         done = []
         def between(name):
             done.append(name)

@@ -1,4 +1,4 @@
-"""Secrets at rest: the provider's kubeconfig and key file, sealed with one key file.
+"""Secrets at rest: the provider's kubeconfig (and key file), sealed with one key file.
 
 The key file (``~/.akash-provider/secret.key`` by default, mode 0600) holds 32 random
 bytes. Each secret is a ``<name>.sealed`` file beside it: a JSON document, AES-256-GCM as
@@ -14,9 +14,11 @@ Rotation never loses a secret, whenever it is interrupted. It keeps the current 
 the new key (written beside it, fsynced, renamed over it); renames the new key over
 ``secret.key``; and only then drops ``.old``. Every file names its key, and opening tries
 the three key files, so each secret opens at every step; the next rotation (or
-:meth:`Vault.recover`) finishes an interrupted one first. Errors are :class:`VaultError`,
-a :class:`akchain.errors.KeyFileError`: a missing, unreadable or wrong key stops a service
-as a bad key file does.
+:meth:`Vault.recover`) finishes an interrupted one first. Errors are :class:`VaultError`.
+
+A service is given a sealed secret by its path (``AP_KUBECONFIG=~/.akash-provider/
+kubeconfig.sealed``): :func:`open_sealed` opens it with the key file beside it, in memory;
+:func:`kubeconfig_of` reads a kubeconfig, sealed or not.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from akchain.errors import KeyFileError
+from akservice.health import StartupError
 
 FORMAT = "akash-provider-sealed/1"
 KEY_BYTES = 32
@@ -47,8 +50,32 @@ PROVIDER_KEY = "provider-key"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{0,62}$")
 
 
-class VaultError(KeyFileError):
-    """A key or sealed file that is missing, unreadable, damaged, or the wrong key."""
+class VaultError(StartupError):
+    """A key or sealed file that is missing, unreadable, damaged, or the wrong key (a
+    service that meets one at start stops with its message)."""
+
+
+def is_sealed(path: Path) -> bool:
+    return path.name.endswith(SUFFIX)
+
+
+def open_sealed(path: Path) -> bytes:
+    """What the sealed file ``path`` holds, opened with the key file beside it
+    (``secret.key``, as ``akash-provider cluster onboard`` leaves them)."""
+    path = path.expanduser()
+    return Vault(path.parent / DEFAULT_KEY_FILE.name).open(path.name.removesuffix(SUFFIX))
+
+
+def kubeconfig_of(path: Path) -> dict[str, object]:
+    """The kubeconfig in ``path`` (sealed or not) as a dict, for a client made from it."""
+    try:
+        text = open_sealed(path) if is_sealed(path) else path.expanduser().read_bytes()
+    except OSError as exc:
+        raise VaultError(f"kubeconfig {path} cannot be read: {exc.strerror}") from None
+    loaded = yaml.safe_load(text)
+    if not isinstance(loaded, dict):
+        raise VaultError(f"{path} does not hold a kubeconfig (a YAML mapping)")
+    return loaded
 
 
 def new_key() -> bytes:
