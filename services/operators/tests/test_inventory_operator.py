@@ -346,7 +346,9 @@ async def test_an_operator_killed_mid_change_converges_after_a_restart(
     for name in ("cpu-1", "gpu-a100"):
         cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
     eventually_sync(lambda: len(operator.inventory()["nodes"]), 5, until=(4).__eq__)
-    assert cluster.akash_labels("gpu-a100")[A100] == "2"
+    eventually_sync(  # labels are written just after the inventory is published
+        lambda: cluster.akash_labels("gpu-a100").get(A100), 5, "gpu-a100 labelled", until="2".__eq__
+    )
 
 
 def test_pods_claims_and_storage_classes_are_followed(operator: Operator, cluster: Cluster) -> None:
