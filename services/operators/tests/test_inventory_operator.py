@@ -347,7 +347,10 @@ async def test_an_operator_killed_mid_change_converges_after_a_restart(
         cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
     eventually_sync(lambda: len(operator.inventory()["nodes"]), 5, until=(4).__eq__)
     eventually_sync(  # labels are written just after the inventory is published
-        lambda: cluster.akash_labels("gpu-a100").get(A100), 5, "gpu-a100 labelled", until="2".__eq__
+        lambda: cluster.akash_labels("gpu-a100").get(A100),
+        5,
+        "gpu-a100 labelled",
+        until=lambda count: count == "2",
     )
 
 
