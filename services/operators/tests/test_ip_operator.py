@@ -208,7 +208,7 @@ def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint
         cluster.withdraw(name)
     wait("no ProviderLeasedIP left", lambda: not cluster.leased(), operator, timeout=30)
     wait("no LoadBalancer left", lambda: not cluster.balancers(), operator)
-    assert pool(operator)["in_use"] == 0
+    wait("the pool free", lambda: pool(operator)["in_use"] == 0, operator)
 
 
 @pytest.mark.timeout(120)
