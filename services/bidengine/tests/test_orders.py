@@ -209,6 +209,25 @@ async def test_an_order_is_bid_on_once_placed_and_won(engine: Engine) -> None:
     assert len(await engine.txs()) == 1
 
 
+async def test_a_lease_won_before_the_bids_commit_result_still_records_the_bid(
+    engine: Engine,
+) -> None:
+    order_id = engine.add_order(7)
+    await engine.publish(OrderCreated(order_id=order_id, height=5, tx_index=0, event_index=0))
+    await state_of(engine, order_id, "bidding")
+    # the tenant accepted the bid before the relay's TxCommitted reached the engine
+    await engine.publish(lease(order_id, PROVIDER))
+    await state_of(engine, order_id, "won")
+    await engine.publish(committed(order_id))  # late: changes nothing
+    events = [
+        e for e in await engine.on(BIDENGINE_EVENTS, object) if isinstance(e, BidPlaced | LeaseWon)
+    ]
+    assert [type(e) for e in events] == [BidPlaced, LeaseWon]  # each once, in order
+    assert events[0].bid_id == order_id.bid(PROVIDER)
+    assert (await state_of(engine, order_id, "won")).state == "won"
+    assert await engine.bus.backend.zrangebyscore(DEADLINES_KEY, 0, 10**10) == []
+
+
 async def test_a_lease_lost_while_the_bid_is_in_flight_closes_it_once_it_lands(
     engine: Engine,
 ) -> None:

@@ -401,6 +401,14 @@ class Orders:
         def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
             if before is not None and before.state in ("won", "closed", "declined", "failed"):
                 return before
+            if (
+                before is not None
+                and before.state == "bidding"
+                and before.price is not None
+                and before.deposit is not None
+            ):  # the lease proves the bid landed; its commit result is still on its way
+                placed = BidPlaced(bid_id=lease.bid_id, price=before.price, deposit=before.deposit)
+                tx.publish(BIDENGINE_EVENTS, placed)
             tx.publish(
                 BIDENGINE_EVENTS, LeaseWon(lease_id=lease, group=group, price=msg.payload.price)
             )
