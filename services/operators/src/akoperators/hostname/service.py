@@ -103,7 +103,8 @@ class Hosts:
             RECONCILES.labels("ignored").inc()
             return status
         owner = route.lease_id.owner
-        for namespace, name, holder in routed.get(route.hostname, ()):
+        holders = list(routed.get(route.hostname, ()))  # the index changes as we delete
+        for namespace, name, holder in holders:
             if namespace == route.namespace:
                 continue
             if holder != owner:
