@@ -300,7 +300,9 @@ async def test_a_restarted_operator_finds_everything_as_it_left_it(
 ) -> None:
     before = operator.inventory()
     eventually_sync(lambda: cluster.akash_labels("gpu-new"), 5, until=lambda got: len(got) > 1)
-    time.sleep(0.5)  # let the last label write land
+    eventually_sync(  # every node's label write has landed
+        lambda: len(operator.logged("node labels written")), 5, until=lambda n: n >= 4
+    )
     versions = cluster.versions()
     published = len(await bus_payloads(redis_url))
     written = len(operator.logged("node labels written"))  # the log goes on after a restart
@@ -325,7 +327,6 @@ async def test_an_operator_killed_mid_change_converges_after_a_restart(
     assert operator.pid is not None
     os.kill(operator.pid, signal.SIGSTOP)
     cluster.core.patch_node("cpu-1", {"spec": {"unschedulable": True}})
-    time.sleep(0.3)  # the watch event is on its way to the stopped process
     operator.kill()
     assert cluster.akash_labels("cpu-1") == {"akash.network": "true", BETA2: "1"}
     # and another change while it is down
