@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from akbus import Bus, RedisSettings
+from akcli.akashjs import AkashJS
+from akcli.akashjs import install as install_akashjs
 from akcli.testing import Provider
 from akdevnet.testing import DevnetClients, DevnetProcess
 from aktypes.sdl import SDL, parse_sdl
@@ -45,3 +47,8 @@ async def bus(redis_url: str) -> AsyncIterator[Bus]:
         yield made
     finally:
         await made.close()
+
+
+@pytest.fixture(scope="session")
+def akashjs() -> AkashJS:
+    return install_akashjs()
