@@ -18,7 +18,12 @@ from cryptography import x509
 from akbus import Bus, RedisSettings
 from akchain import jwt, msgs
 from akchain.keys import Signer
-from akgateway.testing import MadeCertificate, client_context, make_certificate
+from akgateway.testing import (
+    MadeCertificate,
+    akash_sdk_certificate,
+    client_context,
+    make_certificate,
+)
 from akservice.testing import eventually_sync, http_status
 from aktypes.events import (
     BidEngineStatus,
@@ -280,9 +285,47 @@ async def test_an_expired_certificate_is_refused(stack: Any) -> None:
     assert "expired" in answer.message
 
 
+async def test_a_certificate_made_as_akash_sdks_make_it_authenticates_its_owner(
+    stack: Any,
+) -> None:
+    """keyUsage without digitalSignature, CA:TRUE, a timestamp serial, CRLF PEM: accepted
+    for what Go checks (on chain, valid, within its dates, extended key usage clientAuth)."""
+    address = stack.devnet.signer("tenant-1").address  # a second certificate of tenant-1
+    made = akash_sdk_certificate(address)
+    usage = made.cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    assert (usage.digital_signature, usage.key_encipherment, usage.data_encipherment) == (
+        False,
+        True,
+        True,
+    )
+    assert b"\r\n" in made.cert_pem
+    assert b"\r\n" in made.pubkey_pem
+    await publish(stack, "tenant-1", made)
+    answer = stack.wait_trusted(pems(made))
+    assert answer.status == 404  # the stand-in's "no such lease": authenticated
+    put = stack.call("PUT", "/deployment/43/manifest", cert=pems(made), body=MANIFEST)
+    assert (put.status, put.raw) == (200, b"")
+    [command] = [c for c in stack.services.seen if isinstance(c, SubmitManifest)]
+    assert str(command.deployment_id) == f"{address}/43"
+
+
 def test_a_certificate_not_on_chain_fails_the_handshake(stack: Any, tenant: Any) -> None:
+    """With a TLS alert to the client and one line in the gateway's log saying why."""
     owner, _, _ = tenant
-    assert refused_in_handshake(stack, pems(make_certificate(owner)))
+    before = stack.gateway.log().count("TLS handshake refused")
+    with pytest.raises(ssl.SSLError, match="ALERT_UNKNOWN_CA"):
+        stack.call("GET", "/version", cert=pems(make_certificate(owner)))
+
+    def logged() -> list[str] | None:
+        lines = [line for line in stack.gateway.log().splitlines() if "handshake refused" in line]
+        return lines if len(lines) > before else None
+
+    lines = eventually_sync(logged, timeout_s=5, what="the refused handshake in the log")
+    assert len(lines) == before + 1
+    entry = json.loads(lines[-1])
+    assert "not a certificate published on chain" in entry["event"]
+    assert entry["reason"] == "client_certificate"
+    assert entry["peer"].startswith("127.0.0.1:")
 
 
 async def test_a_certificate_minted_by_another_tenant_is_refused(stack: Any, tenant: Any) -> None:

@@ -34,4 +34,9 @@ WEBSOCKETS = Counter(
     "or the close code",
     ["stream", "end"],
 )
+TLS_REFUSED = Counter(
+    "provider_gateway_tls_refused",
+    "TLS handshakes refused, by listener and OpenSSL's reason (e.g. client_certificate)",
+    ["listener", "reason"],
+)
 RPC = Counter("provider_gateway_rpc", "gRPC ProviderRPC calls by method", ["method"])

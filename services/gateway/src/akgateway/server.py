@@ -8,6 +8,11 @@ a graceful stop when the runtime stops.
   (``scope["extensions"]["tls"]["client_cert_chain"]``, PEM), which uvicorn does not do.
   It is read from the connection, never from a header, and proxy headers are off: nothing
   a client sends can change who it is.
+- TLS is asyncio's, through :class:`TLSConnection`, which adds what a server facing the
+  public needs: a refused handshake is one log line saying why (the client certificate's
+  problem, or OpenSSL's reason) and a metric, and the TLS alert OpenSSL wrote is sent before
+  the connection closes (asyncio drops it). A handshake that does not finish within
+  ``HANDSHAKE_TIMEOUT_S`` is closed.
 - Signals belong to the runtime: uvicorn's own handlers are not installed. On SIGTERM the
   runtime exits its resources; :class:`HTTPServer` then stops accepting, lets requests in
   flight finish (``graceful_s``), and closes.
@@ -21,7 +26,8 @@ import errno
 import logging
 import socket
 import ssl
-from collections.abc import Iterator
+from asyncio import sslproto
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -29,6 +35,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from akgateway import metrics
 from akservice import StartupError
 
 if TYPE_CHECKING:
@@ -80,6 +87,74 @@ class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
         if isinstance(ssl_object, ssl.SSLObject):
             app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
             self.app = cast("ASGI3Application", app)
+
+
+HANDSHAKE_TIMEOUT_S = 10
+
+# OpenSSL's verify results for a client certificate, in the words a tenant understands
+CLIENT_CERT_PROBLEMS = {
+    "unable to get local issuer certificate": "it is not a certificate published on chain "
+    "(or the gateway has not read it yet)",
+    "self-signed certificate": "it is not a certificate published on chain "
+    "(or the gateway has not read it yet)",
+    "unsuitable certificate purpose": "it may not be used for client authentication",
+}
+
+
+def refusal(exc: BaseException) -> tuple[str, str]:
+    """Why a handshake failed: a short reason for the metric, and a sentence for the log."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        problem = exc.verify_message or str(exc)
+        return "client_certificate", "client certificate refused: " + CLIENT_CERT_PROBLEMS.get(
+            problem, problem
+        )
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return exc.reason.lower(), exc.reason.lower().replace("_", " ")
+    return "other", str(exc) or type(exc).__name__
+
+
+class TLSConnection(sslproto.SSLProtocol):
+    """asyncio's server-side TLS for one connection, with a refused handshake logged (one
+    line) and its alert sent. ``listener`` names the listener in the log and the metric."""
+
+    listener = "tenant API"
+
+    def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
+        if handshake_exc is not None:
+            reason, why = refusal(handshake_exc)
+            peer = self._transport.get_extra_info("peername") if self._transport else None
+            metrics.TLS_REFUSED.labels(self.listener, reason).inc()
+            log.warning(
+                "TLS handshake refused on the %s: %s",
+                self.listener,
+                why,
+                extra={"peer": f"{peer[0]}:{peer[1]}" if peer else None, "reason": reason},
+            )
+            with contextlib.suppress(Exception):
+                # the alert OpenSSL wrote, which asyncio would drop (typeshed lacks the method)
+                self._process_outgoing()  # type: ignore[attr-defined]
+        super()._on_handshake_complete(handshake_exc)
+
+
+def tls_protocol(
+    context: ssl.SSLContext, inner: Callable[[], asyncio.BaseProtocol], listener: str
+) -> Callable[[], asyncio.BaseProtocol]:
+    """A protocol factory for ``loop.create_server`` (without its own ``ssl``): TLS with
+    ``context`` through :class:`TLSConnection`, then ``inner`` on the decrypted stream."""
+
+    def made() -> asyncio.BaseProtocol:
+        connection = TLSConnection(
+            asyncio.get_running_loop(),
+            inner(),
+            context,
+            None,  # type: ignore[arg-type]  # no waiter: nothing awaits the handshake
+            server_side=True,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
+        )
+        connection.listener = listener
+        return connection
+
+    return made
 
 
 def _plain(record: logging.LogRecord) -> bool:
@@ -136,12 +211,16 @@ class HTTPServer:
         self._sock = sock
         self.graceful_s = graceful_s
         self.name = name
-        tls: dict[str, Any] = {}
-        if context is not None:
-            tls["ssl_context_factory"] = lambda _config, _default: context
+        self.tls = context is not None
+        http: Any = TLSH11Protocol
+        if context is not None:  # uvicorn makes each connection's protocol with its config
+
+            def http(**kwargs: Any) -> asyncio.BaseProtocol:
+                return tls_protocol(context, lambda: TLSH11Protocol(**kwargs), name)()
+
         self.config = uvicorn.Config(
             app,
-            http=TLSH11Protocol,
+            http=http,
             ws=TLSWebSocketProtocol,
             ws_ping_interval=10.0,  # Akash's: a ping every 10 s, a pong within 15 s
             ws_ping_timeout=15.0,
@@ -151,7 +230,6 @@ class HTTPServer:
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=max(int(graceful_s), 1),
-            **tls,
         )
         self.server = _Server(self.config)
         self._task: asyncio.Task[None] | None = None
@@ -167,7 +245,7 @@ class HTTPServer:
                 self._task.result()  # its error, if any
                 raise StartupError(f"the {self.name} on {self.host}:{self.port} did not start")
             await asyncio.sleep(0.01)
-        scheme = "http" if self.config.ssl_context_factory is None else "https"
+        scheme = "https" if self.tls else "http"
         log.info("%s listening", self.name, extra={"url": f"{scheme}://{self.host}:{self.port}"})
         return self
 

@@ -58,7 +58,8 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     context = server_context(settings.certificate_path(address))
     sock = bind(*settings.listen(), "AP_GATEWAY_LISTEN")  # a busy port fails now, not later
     lcd = await rt.resource(LCDClient(settings.api))
-    trusted = TrustedCertificates(context, ChainCertificates(lcd))
+    grpc_context = server_context(settings.certificate_path(address), alpn=("h2",))
+    trusted = TrustedCertificates((context, grpc_context), ChainCertificates(lcd))
     await rt.wait_for(
         f"the on-chain certificates from {settings.api}", trusted.sync, retry_on=(ChainUnavailable,)
     )

@@ -316,3 +316,55 @@ def make_certificate(
     return MadeCertificate(
         cert.public_bytes(serialization.Encoding.PEM), key_pem, chain_pubkey_pem(cert), cert, key
     )
+
+
+def akash_sdk_certificate(owner: str, *, now: dt.datetime | None = None) -> MadeCertificate:
+    """A client certificate exactly as Akash's SDKs generate it (chain-sdk's and akashjs's
+    ``CertificateManager.generatePEM``, behind Akash Console): P-256, self-signed, common name
+    ``owner``, serial = a millisecond timestamp × 1000, ``keyUsage`` (critical) =
+    keyEncipherment + dataEncipherment only, ``extKeyUsage`` clientAuth, ``basicConstraints``
+    CA:TRUE (critical), valid for a year from now; its PEM blocks (certificate, ``EC PUBLIC
+    KEY``) with CRLF line endings."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    start = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, owner)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(int(start.timestamp() * 1000) * 1000)
+        .not_valid_before(start)
+        .not_valid_after(start.replace(year=start.year + 1))
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=True,
+                data_encipherment=True,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+    def crlf(pem: bytes) -> bytes:
+        return pem.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+    return MadeCertificate(
+        crlf(cert.public_bytes(serialization.Encoding.PEM)),
+        crlf(key_pem),
+        crlf(chain_pubkey_pem(cert)),
+        cert,
+        key,
+    )

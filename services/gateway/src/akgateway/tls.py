@@ -5,25 +5,36 @@ Python's :mod:`ssl` has no verify callback (CPython issue #75425): with ``CERT_O
 OpenSSL checks a client certificate itself and aborts the handshake when it cannot. Akash's
 client certificates are self-signed, so the server context trusts each certificate
 published on chain — exactly those, through ``VERIFY_X509_PARTIAL_CHAIN`` — and loads new
-ones into the live context (``load_verify_locations`` affects later handshakes) as
+ones into the live contexts (``load_verify_locations`` affects later handshakes) as
 :class:`TrustedCertificates` finds them. Dates are not checked in the handshake
 (``X509_V_FLAG_NO_CHECK_TIME``): an expired certificate gets a 401 saying so instead of a
-bare TLS alert. Whether the certificate belongs to the tenant it names, and is not revoked,
-is decided per request (:mod:`akgateway.auth`).
+bare TLS alert. Whether the certificate belongs to the tenant it names, is not revoked and
+allows client authentication (its extended key usage) is decided per request
+(:mod:`akgateway.auth`), as Akash's Go provider decides it.
+
+Each on-chain certificate is loaded as a ``TRUSTED CERTIFICATE``: the certificate with
+OpenSSL's auxiliary trust for client authentication. A trust anchor with that trust is
+exempt from OpenSSL's purpose check, which otherwise refuses a client certificate whose
+``keyUsage`` lacks ``digitalSignature`` ("unsuitable certificate purpose") — and Akash's own
+certificate generator (chain-sdk, akashjs, so Akash Console) writes ``keyUsage`` =
+keyEncipherment + dataEncipherment only. Go checks the extended key usage alone; so do we.
 
 Consequences: a certificate that is not on chain fails in the handshake (TLS alert
-``unknown ca``), not with a 401; a certificate published a moment ago is accepted once the
-next read finds it (within ``AP_GATEWAY_CERT_SYNC_INTERVAL``). The node is asked for its
-certificate count first and the full list is read only when that count changed
-(certificates are never deleted on chain, only revoked).
+``unknown ca``, and one log line, :mod:`akgateway.server`), not with a 401; a certificate
+published a moment ago is accepted once the next read finds it (within
+``AP_GATEWAY_CERT_SYNC_INTERVAL``). The node is asked for its certificate count first and the
+full list is read only when that count changed (certificates are never deleted on chain,
+only revoked).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 from akgateway import metrics
@@ -34,24 +45,53 @@ log = logging.getLogger("akgateway.tls")
 
 X509_V_FLAG_NO_CHECK_TIME = 0x200000  # OpenSSL ≥ 1.1.0; not named by the ssl module
 VERIFY_FLAGS = ssl.VERIFY_X509_PARTIAL_CHAIN | X509_V_FLAG_NO_CHECK_TIME
+# OpenSSL's X509_CERT_AUX trusting a certificate for client authentication (1.3.6.1.5.5.7.3.2):
+# SEQUENCE { trust SEQUENCE OF OBJECT IDENTIFIER { clientAuth } }
+CLIENT_AUTH_TRUST = bytes.fromhex("300c300a06082b06010505070302")
+BEGIN_TRUSTED = "-----BEGIN TRUSTED CERTIFICATE-----"
+END_TRUSTED = "-----END TRUSTED CERTIFICATE-----"
 
 
-def server_context(cert_file: Path) -> ssl.SSLContext:
+def server_context(cert_file: Path, *, alpn: Sequence[str] = ()) -> ssl.SSLContext:
     """TLS 1.3 only, the provider's certificate (certificate and key in ``cert_file``),
-    client certificates requested and checked against the trust anchors loaded later."""
+    client certificates requested and checked against the trust anchors loaded later;
+    ``alpn``: the application protocols offered (gRPC needs ``h2``)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     context.load_cert_chain(cert_file)
     context.verify_mode = ssl.CERT_OPTIONAL
     context.verify_flags = ssl.VerifyFlags(context.verify_flags | VERIFY_FLAGS)
+    if alpn:
+        context.set_alpn_protocols(list(alpn))
     return context
 
 
-class TrustedCertificates:
-    """The on-chain certificates loaded into ``context`` as trust anchors."""
+def trusted_for_clients(ders: Iterable[bytes]) -> str:
+    """``TRUSTED CERTIFICATE`` PEM blocks of ``ders``, each trusted for client authentication
+    (the form ``openssl x509 -addtrust clientAuth`` writes)."""
+    blocks = []
+    for der in ders:
+        text = base64.b64encode(der + CLIENT_AUTH_TRUST).decode()
+        lines = "".join(text[i : i + 64] + "\n" for i in range(0, len(text), 64))
+        blocks.append(f"{BEGIN_TRUSTED}\n{lines}{END_TRUSTED}\n")
+    return "".join(blocks)
 
-    def __init__(self, context: ssl.SSLContext, chain: ChainCertificates) -> None:
-        self.context = context
+
+def load_trusted(context: ssl.SSLContext, ders: Iterable[bytes]) -> None:
+    """Trust ``ders`` in ``context`` for client authentication. OpenSSL reads a certificate's
+    auxiliary trust only from a file (``cadata`` takes plain certificates), so the blocks go
+    through a private temporary file; :class:`ssl.SSLError` if one cannot be read."""
+    with tempfile.NamedTemporaryFile("w", suffix=".pem", encoding="ascii") as file:
+        file.write(trusted_for_clients(ders))
+        file.flush()
+        context.load_verify_locations(cafile=file.name)
+
+
+class TrustedCertificates:
+    """The on-chain certificates loaded into ``contexts`` as trust anchors."""
+
+    def __init__(self, contexts: Sequence[ssl.SSLContext], chain: ChainCertificates) -> None:
+        self.contexts = tuple(contexts)
         self.chain = chain
         self._known: set[bytes] = set()  # SHA-256 of each loaded certificate's DER
         self._count: int | None = None  # the chain's count at the last full read
@@ -88,12 +128,14 @@ class TrustedCertificates:
         if not fresh:
             return
         try:
-            self.context.load_verify_locations(cadata=b"".join(fresh.values()))
+            for context in self.contexts:
+                load_trusted(context, fresh.values())
             self._known.update(fresh)
         except ssl.SSLError:
             for digest, der in fresh.items():  # one OpenSSL cannot read: skip only that one
                 try:
-                    self.context.load_verify_locations(cadata=der)
+                    for context in self.contexts:
+                        load_trusted(context, [der])
                 except ssl.SSLError as exc:
                     log.warning(
                         "an on-chain certificate cannot be loaded", extra={"error": str(exc)}
