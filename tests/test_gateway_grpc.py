@@ -22,9 +22,11 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
+from akchain import msgs
 from akchain.convert import group_spec_pb
 from akcli.testing import Provider, certified, leased, sdl, whole_suite
 from akdevnet.testing import DevnetClients
+from akgateway.testing import make_certificate
 from akservice.testing import eventually
 
 SERVICE = "akash.provider.v1.ProviderRPC"
@@ -228,3 +230,54 @@ async def test_bid_screening_answers_for_a_passing_and_a_failing_group(
         await screening(request_type(), metadata=bearer)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "group_spec" in (refused.value.details() or "")
+
+
+async def test_a_client_certificate_authenticates_a_call_as_a_token_does(
+    suite: Provider, chain: DevnetClients, reflected: Reflected
+) -> None:
+    """Accepted on the gRPC listener's TLS as on REST's; a certificate and a token at once are
+    ambiguous; a certificate not on chain is refused in the handshake, as on REST. (grpcio's
+    TLS library will not present a certificate without digitalSignature as a client: the
+    certificate Akash's SDKs make is tested over gRPC with chain-sdk's own client, in
+    tests/test_akash_clients.py.)"""
+    tenant = chain.tenant("tenant-3")
+    await tenant.create_certificate()  # the account's key on chain
+    made = make_certificate(tenant.address)
+    await tenant.wallet.send(
+        msgs.create_certificate(tenant.address, made.cert_pem, made.pubkey_pem)
+    )
+    message = reflected.message("akash.provider.v1.BidScreeningRequest")()
+    message.group_spec.MergeFromString(group_spec_pb(sdl(cpu=0.5).groups[0]).SerializeToString())
+
+    def mtls(cert: bytes, key: bytes) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=server_certificate(suite), private_key=key, certificate_chain=cert
+        )
+
+    async def screen(creds: grpc.ChannelCredentials, **kwargs: Any) -> Any:
+        async with grpc.aio.secure_channel(suite.gateway.grpc_target, creds) as channel:
+            screening, _ = reflected.method(channel, "BidScreening")
+            return await screening(message, **kwargs)
+
+    async def trusted() -> Any:
+        try:
+            return await screen(mtls(made.cert_pem, made.key_pem))
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:  # refused in the handshake: not yet
+                raise
+            return None
+
+    answer = await eventually(trusted, timeout_s=15, what="a call with the client certificate")
+    assert answer.passed, answer.reasons
+
+    bearer = (("authorization", f"Bearer {tenant.token()}"),)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await screen(mtls(made.cert_pem, made.key_pem), metadata=bearer)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "ambiguous" in (refused.value.details() or "")
+
+    stranger = make_certificate(tenant.address)  # never published
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await screen(mtls(stranger.cert_pem, stranger.key_pem))
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "gRPC API: client certificate refused" in suite.gateway.log()

@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import json
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,10 @@ class ClientCertificate:
 
 
 def make_client_certificate(owner: str, *, days: int = 365) -> tuple[ClientCertificate, bytes]:
-    """A self-signed P-256 certificate for ``owner`` and its ``EC PUBLIC KEY`` PEM."""
+    """A self-signed P-256 certificate for ``owner`` and its ``EC PUBLIC KEY`` PEM, as Akash's
+    CLI makes a client certificate (``tx cert generate client``): serial = the time in
+    nanoseconds, ``keyUsage`` = keyEncipherment + dataEncipherment (no digitalSignature),
+    ``extKeyUsage`` clientAuth, ``basicConstraints`` CA:FALSE (critical)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, owner)])
     now = dt.datetime.now(dt.UTC)
@@ -81,16 +85,17 @@ def make_client_certificate(owner: str, *, days: int = 365) -> tuple[ClientCerti
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
+        .serial_number(time.time_ns())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(
-            x509.KeyUsage(True, False, True, False, False, False, False, False, False),
+            x509.KeyUsage(False, False, True, True, False, False, False, False, False),
             critical=True,
         )
         .add_extension(
             x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
         )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     der = key.public_key().public_bytes(

@@ -6,13 +6,14 @@
   screening command (``ScreenBid``) for the group, and the cluster's hostname check for the
   request's hostnames. Akash declares it and answers Unimplemented.
 
-Served over TLS with the provider's certificate, with server reflection and the standard
-health service. The status is public, as on REST; ``BidScreening`` needs the tenant it is
-asked for: a bearer token in the ``authorization`` metadata, checked as REST checks it
-(:func:`akgateway.auth.by_token`). Client certificates are REST's only: grpcio can request
-a client certificate only by requiring one, which would close the public status to clients
-without one. Errors carry the status code matching the REST answer (400 → INVALID_ARGUMENT,
-401 → UNAUTHENTICATED, 503 → UNAVAILABLE, …) and the same message.
+Served over TLS with the provider's certificate (the tenant API's TLS, relayed to grpcio on
+loopback: :mod:`akgateway.grpcfront`), with server reflection and the standard health
+service. The status is public, as on REST; ``BidScreening`` needs the tenant it is asked
+for: the client certificate of the connection, or a bearer token in the ``authorization``
+metadata, checked as REST checks them (:func:`akgateway.auth.by_certificate`,
+:func:`akgateway.auth.by_token`; both at once is ambiguous, as on REST). Errors carry the
+status code matching the REST answer (400 → INVALID_ARGUMENT, 401 → UNAUTHENTICATED,
+503 → UNAVAILABLE, …) and the same message.
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ from akchain.convert import group_spec_from_pb
 from akgateway import metrics
 from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
-from akgateway.auth import by_token
+from akgateway.auth import Identity, by_certificate, by_token
 from akgateway.context import Gateway
-from akgateway.domain.certificates import ProviderCertificate
 from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, Unauthorized
+from akgateway.grpcfront import PeerCertificates
 from akgateway.routes import ask
 from aktypes.events import BidScreened, CheckHostnames, HostnamesChecked, ScreenBid
 from aktypes.events.streams import BIDENGINE_COMMANDS, CLUSTER_COMMANDS
@@ -58,8 +59,9 @@ CODES = {
 
 
 class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, peers: PeerCertificates) -> None:
         self.gateway = gateway
+        self.peers = peers
 
     def status(self) -> provider.Status:
         settings = self.gateway.settings
@@ -102,7 +104,7 @@ class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
     async def _screen(
         self, request: provider.BidScreeningRequest, context: aio.ServicerContext[Any, Any]
     ) -> provider.BidScreeningResponse:
-        owner = await self._tenant(context)
+        owner = (await self._identity(context)).owner
         if not request.HasField("group_spec") or not request.group_spec.resources:
             raise BadRequest("group_spec: a group with at least one resource unit is required")
         try:
@@ -135,21 +137,26 @@ class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
             refused = checked.refused
         return screening_response(screened, refused)
 
-    async def _tenant(self, context: aio.ServicerContext[Any, Any]) -> str:
-        """The tenant of the call's bearer token."""
+    async def _identity(self, context: aio.ServicerContext[Any, Any]) -> Identity:
+        """The tenant of the call: its connection's client certificate or its bearer token."""
+        der = self.peers.of(context.peer())
         values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
         if not values:
+            if der is not None:
+                return await by_certificate(self.gateway, der)
             raise Unauthorized(
-                "BidScreening needs a tenant: send 'authorization: Bearer <token>' signed by "
-                "your account"
+                "this call needs a tenant: present your client certificate published on chain "
+                "or send 'authorization: Bearer <token>' signed by your account"
             )
+        if der is not None:
+            raise BadRequest("ambiguous credentials: a client certificate and a bearer token")
         if len(values) > 1:
             raise BadRequest("authorization: one value expected")
         value = values[0] if isinstance(values[0], str) else values[0].decode()
         scheme, _, token = value.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise BadRequest("authorization: expected 'Bearer <token>'")
-        return (await by_token(self.gateway, token.strip())).owner
+        return await by_token(self.gateway, token.strip())
 
 
 def _without_time(message: provider.Status) -> bytes:
@@ -159,21 +166,14 @@ def _without_time(message: provider.Status) -> bytes:
     return copy.SerializeToString(deterministic=True)
 
 
-def credentials(own: ProviderCertificate) -> grpc.ServerCredentials:
-    """The provider's certificate and key for TLS; no client certificates."""
-    return grpc.ssl_server_credentials([(own.key_pem, own.pem)])
-
-
 class RPCServer:
-    """ProviderRPC, reflection and health on ``host:port`` while the block runs (an async
-    context manager for :meth:`akservice.Runtime.resource`)."""
+    """ProviderRPC, reflection and health on loopback, without TLS (:mod:`akgateway.grpcfront`
+    is its TLS), while the block runs (an async context manager for
+    :meth:`akservice.Runtime.resource`); ``port`` once started."""
 
-    def __init__(
-        self, gateway: Gateway, creds: grpc.ServerCredentials, host: str, port: int
-    ) -> None:
+    def __init__(self, gateway: Gateway, peers: PeerCertificates) -> None:
         self.gateway = gateway
-        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        self.creds = creds
+        self.peers = peers
         self.port = 0
         self.server = aio.server(
             options=[
@@ -187,17 +187,16 @@ class RPCServer:
 
     async def __aenter__(self) -> Self:
         provider_pb2_grpc.add_ProviderRPCServicer_to_server(  # type: ignore[no-untyped-call]
-            ProviderRPC(self.gateway), self.server
+            ProviderRPC(self.gateway, self.peers), self.server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
-        self.port = self.server.add_secure_port(self.address, self.creds)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
         for name in ("", SERVICE):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        log.info("gRPC on %s", self.address.rsplit(":", 1)[0] + f":{self.port}")
         return self
 
     async def __aexit__(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import ssl
 
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
@@ -23,7 +24,8 @@ from akgateway.dashboard import DashboardFeed, create_dashboard
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import STATUS_SOURCES, renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
-from akgateway.rpc import RPCServer, credentials
+from akgateway.grpcfront import GRPCFront, PeerCertificates
+from akgateway.rpc import RPCServer
 from akgateway.server import HTTPServer, bind
 from akgateway.settings import GatewaySettings
 from akgateway.statusboard import StatusBoard, status_fast_path
@@ -104,20 +106,24 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     rt.readiness(lambda: [] if server.listening else ["the tenant API is not listening"])
     rt.supervise(server.watch(), "http")
     await start_dashboard(rt, board)
-    await start_rpc(rt, gateway, own)
+    await start_rpc(rt, gateway, grpc_context)
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
 
 
 async def start_rpc(
-    rt: Runtime[GatewaySettings], gateway: Gateway, own: ProviderCertificate
+    rt: Runtime[GatewaySettings], gateway: Gateway, context: ssl.SSLContext
 ) -> None:
-    """The gRPC API on its own port, if one is configured."""
+    """The gRPC API on its own port, if one is configured: grpcio on loopback behind the
+    tenant API's TLS (:mod:`akgateway.grpcfront`)."""
     where = rt.settings.grpc_listen()
     if where is None:
         return
-    bind(*where, "AP_GATEWAY_GRPC_LISTEN").close()  # a busy port fails now, with its setting
-    server = await rt.resource(RPCServer(gateway, credentials(own), *where))
+    sock = bind(*where, "AP_GATEWAY_GRPC_LISTEN")  # a busy port fails now, with its setting
+    peers = PeerCertificates()
+    server = await rt.resource(RPCServer(gateway, peers))
+    front = await rt.resource(GRPCFront(context, sock, ("127.0.0.1", server.port), peers))
+    log.info("gRPC on %s:%s", front.host, front.port)
     rt.readiness(lambda: [] if server.port else ["the gRPC API is not listening"])
 
 
