@@ -21,7 +21,7 @@ from akgateway.domain.certificates import (
 from akgateway.domain.overview import earnings
 from akgateway.domain.status import legacy_status
 from akgateway.errors import BadRequest, CertificateFileError, CertificateRefused
-from akgateway.testing import make_certificate
+from akgateway.testing import akash_sdk_certificate, make_certificate
 from aktypes.events import BalanceStatus, BidEngineStatus, Envelope, ManifestRejected
 from aktypes.ids import DeploymentID
 from aktypes.testing import address
@@ -83,6 +83,20 @@ def test_dates_names_and_usages_of_client_certificates() -> None:
     assert presented(server_der, now).owner == OWNER  # server + client usages: fine
     with pytest.raises(CertificateRefused, match="unreadable"):
         presented(b"junk", now)
+    authority = make_certificate(OTHER, ca=True)
+    with pytest.raises(CertificateRefused, match="is not issued by"):
+        presented(_der(make_certificate(OWNER, issuer=authority)), now)
+
+
+def test_a_certificate_made_as_akash_sdks_make_it_is_accepted_by_chain_and_gateway() -> None:
+    """keyUsage without digitalSignature, CA:TRUE, CRLF PEM: the chain's rules take it, and
+    so does the gateway, which checks what Akash's Go provider checks."""
+    made = akash_sdk_certificate(OWNER)
+    parsed = chain_cert.parse(OWNER, made.cert_pem, made.pubkey_pem)
+    assert parsed.serial_number == made.cert.serial_number
+    assert made.cert.serial_number % 1000 == 0  # a millisecond timestamp × 1000
+    cert = presented(_der(made), dt.datetime.now(dt.UTC))
+    accept(cert, [OnChainCertificate(OWNER, cert.serial, "valid", _der(made))])
 
 
 def test_bodies_that_are_not_manifests_say_where() -> None:

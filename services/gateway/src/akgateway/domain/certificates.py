@@ -196,6 +196,11 @@ def presented(der: bytes, now: dt.datetime) -> PresentedCertificate:
         raise CertificateRefused(
             f"client certificate {serial}: common name {owner!r} is not an akash1 address"
         )
+    issuer = cert.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if not issuer or issuer[0].value != owner:  # Akash's rule: issued by its owner
+        raise CertificateRefused(
+            f"client certificate {serial} of {owner} is not issued by {owner} itself"
+        )
     if now < cert.not_valid_before_utc:
         raise CertificateRefused(
             f"client certificate {serial} of {owner} is not valid before "
