@@ -2,11 +2,12 @@
 
 :func:`lease_of` checks a request's lease: the numbers must be set, the provider must be
 this one, and the owner the caller (another tenant's lease is :class:`NotFound`, as on
-REST). :func:`manifest_from_pb` reads ``SendManifest``'s groups into the manifest model with
-the nulls Akash's Go structs have after decoding the same message (an empty repeated field
-is ``null``), so the version hash is the one the tenant computed; :func:`manifest_pb` is its
-inverse. :func:`status_response` is ``ServiceStatus``'s answer from the cluster's lease status,
-one entry per service in the manifest's order, as Akash builds it.
+REST). :func:`manifest_from_pb` reads ``SendManifest``'s groups into the manifest model as
+Akash's SDL builder writes it, so the version hash is the one the tenant computed from its
+SDL: an empty repeated field is ``null`` except a service's ``expose``, which is ``[]``
+(protobuf cannot tell the two apart). :func:`manifest_pb` is its inverse.
+:func:`status_response` is ``ServiceStatus``'s answer from the cluster's lease status, one
+entry per service in the manifest's order, as Akash builds it.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def _service(pb: mpb.Service) -> dict[str, Any]:
         "env": _list(pb.env),
         "resources": resources_from_pb(pb.resources),
         "count": pb.count,
-        "expose": _list([_expose(e) for e in pb.expose]),
+        "expose": [_expose(e) for e in pb.expose],  # [] without one, as the SDL makes it
         "params": _params(pb.params) if pb.HasField("params") else None,
         "credentials": _credentials(pb.credentials) if pb.HasField("credentials") else None,
     }
