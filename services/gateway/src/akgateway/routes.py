@@ -213,7 +213,8 @@ async def lease_status(
             "forwarded_ports": {
                 name: [p.go_dict() for p in ports] for name, ports in report.forwarded_ports.items()
             },
-            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()},
+            # Go's null for a lease without leased IPs
+            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()} or None,
         }
     )
 
