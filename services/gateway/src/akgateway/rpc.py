@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -381,8 +381,13 @@ async def _merged(
     queue: asyncio.Queue[tuple[Pod, str] | None] = asyncio.Queue(64)
 
     async def drain(pod: Pod) -> None:
-        async for line in source(pod):
-            await queue.put((pod, line))
+        lines = source(pod)
+        try:
+            async for line in lines:
+                await queue.put((pod, line))
+        finally:
+            if isinstance(lines, AsyncGenerator):  # closed now: its reader thread stops
+                await lines.aclose()
 
     async def all_of() -> None:
         try:
