@@ -23,13 +23,16 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from akchain import msgs
-from akchain.convert import group_spec_pb
+from akchain.convert import group_spec_pb, lease_id_pb
 from akcli.testing import Provider, certified, leased, sdl, whole_suite
 from akdevnet.testing import DevnetClients
+from akgateway._pb.akash.provider.lease.v1 import lease_pb2
+from akgateway.domain.lease_rpc import manifest_pb
 from akgateway.testing import make_certificate
 from akservice.testing import eventually
 
 SERVICE = "akash.provider.v1.ProviderRPC"
+LEASE_SERVICE = "akash.provider.lease.v1.LeaseRPC"
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +84,11 @@ class Reflected:
     def message(self, name: str) -> Any:
         return message_factory.GetMessageClass(self.pool.FindMessageTypeByName(name))
 
-    def method(self, channel: grpc.aio.Channel, name: str, *, stream: bool = False) -> Any:
-        found = self.pool.FindServiceByName(SERVICE).methods_by_name[name]
-        path = f"/{SERVICE}/{name}"
+    def method(
+        self, channel: grpc.aio.Channel, name: str, *, stream: bool = False, service: str = SERVICE
+    ) -> Any:
+        found = self.pool.FindServiceByName(service).methods_by_name[name]
+        path = f"/{service}/{name}"
         request = self.message(found.input_type.full_name)
         response = self.message(found.output_type.full_name)
         call = channel.unary_stream if stream else channel.unary_unary
@@ -107,6 +112,7 @@ async def test_reflection_lists_the_services_and_health_answers(
     services = set(reflected.database.get_services())
     assert {
         SERVICE,
+        LEASE_SERVICE,
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     } <= services
@@ -128,10 +134,28 @@ async def test_reflection_lists_the_services_and_health_answers(
         "manifest": 4,
         "public_hostnames": 5,
         "timestamp": 6,
-        "reclamation_window": 7,
+    }
+    leases = reflected.pool.FindServiceByName(LEASE_SERVICE)
+    status_call = (
+        "akash.provider.lease.v1.ServiceStatusRequest",
+        "akash.provider.lease.v1.ServiceStatusResponse",
+    )
+    logs_call = (
+        "akash.provider.lease.v1.ServiceLogsRequest",
+        "akash.provider.lease.v1.ServiceLogsResponse",
+    )
+    assert {m.name: (m.input_type.full_name, m.output_type.full_name) for m in leases.methods} == {
+        "SendManifest": (
+            "akash.provider.lease.v1.SendManifestRequest",
+            "akash.provider.lease.v1.SendManifestResponse",
+        ),
+        "ServiceStatus": status_call,
+        "StreamServiceStatus": status_call,
+        "ServiceLogs": logs_call,
+        "StreamServiceLogs": logs_call,
     }
     health = health_pb2_grpc.HealthStub(channel)
-    for name in ("", SERVICE):
+    for name in ("", SERVICE, LEASE_SERVICE):
         answer = await health.Check(health_pb2.HealthCheckRequest(service=name))
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
 
@@ -213,6 +237,7 @@ async def test_bid_screening_answers_for_a_passing_and_a_failing_group(
     assert passing.price.denom and float(passing.price.amount) > 0
     assert [o.count for o in passing.resource_offers] == [1]
     assert passing.resource_offers[0].resources.cpu.units.val == b"500"
+    assert passing.resource_offer == passing.resource_offers[0]  # Akash's field: one offer
 
     failing = await screening(request(300), metadata=bearer)
     assert not failing.passed
@@ -281,3 +306,115 @@ async def test_a_client_certificate_authenticates_a_call_as_a_token_does(
         await screen(mtls(stranger.cert_pem, stranger.key_pem))
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "gRPC API: client certificate refused" in suite.gateway.log()
+
+
+async def test_lease_rpc_checks_who_asks_and_streams_status_and_logs(
+    suite: Provider, chain: DevnetClients, reflected: Reflected, channel: grpc.aio.Channel
+) -> None:
+    tenant = chain.tenant("tenant-3")
+    certificate = await certified(tenant, suite)
+    shape = sdl(cpu=0.25)
+    [lease] = await leased(suite, tenant, shape)
+    full = (("authorization", f"Bearer {tenant.token()}"),)
+    logs_only = (
+        ("authorization", f"Bearer {tenant.token({'access': 'scoped', 'scope': ['logs']})}"),
+    )
+    send, send_request = reflected.method(channel, "SendManifest", service=LEASE_SERVICE)
+    status, status_request = reflected.method(channel, "ServiceStatus", service=LEASE_SERVICE)
+    stream_status, _ = reflected.method(
+        channel, "StreamServiceStatus", stream=True, service=LEASE_SERVICE
+    )
+    stream_logs, logs_request = reflected.method(
+        channel, "StreamServiceLogs", stream=True, service=LEASE_SERVICE
+    )
+
+    def about(request_type: Any, services: tuple[str, ...] = (), **changed: Any) -> Any:
+        message = request_type(services=list(services)) if services else request_type()
+        fields = {"owner": lease.owner, "dseq": lease.dseq, "gseq": lease.gseq, "oseq": lease.oseq}
+        for name, value in {**fields, "provider": lease.provider, **changed}.items():
+            setattr(message.lease_id, name, value)
+        return message
+
+    async def refused(call: Any, request: Any, metadata: Any = ()) -> tuple[Any, str]:
+        async def first() -> Any:
+            answer = call(request, metadata=metadata)
+            return await (answer.read() if hasattr(answer, "read") else answer)
+
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await first()
+        return caught.value.code(), caught.value.details() or ""
+
+    # a manifest that is not one, and one of another shape: refused, nothing deployed
+    bad = send_request()
+    bad.lease_id.MergeFrom(about(status_request).lease_id)
+    code, details = await refused(send, bad, full)
+    assert (code, "manifest" in details) == (grpc.StatusCode.INVALID_ARGUMENT, True)
+    manifest = manifest_pb(sdl(cpu=0.5).manifest)  # not the version on chain
+    wrong = send_request()
+    wrong.MergeFromString(
+        lease_pb2.SendManifestRequest(
+            lease_id=lease_id_pb(lease), manifest=manifest
+        ).SerializeToString()
+    )
+    code, _ = await refused(send, wrong, full)
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    good = send_request()
+    good.MergeFromString(
+        lease_pb2.SendManifestRequest(
+            lease_id=lease_id_pb(lease), manifest=manifest_pb(shape.manifest)
+        ).SerializeToString()
+    )
+    assert (await refused(send, good))[0] == grpc.StatusCode.UNAUTHENTICATED
+    assert (await refused(send, good, logs_only))[0] == grpc.StatusCode.PERMISSION_DENIED
+    await send(good, metadata=full)
+
+    async def answer() -> Any:
+        try:
+            return await status(about(status_request), metadata=full)
+        except grpc.aio.AioRpcError:
+            return None  # not deployed yet
+
+    found = await eventually(
+        answer,
+        timeout_s=90,
+        what="web available over gRPC",
+        until=lambda a: a is not None and a.services and a.services[0].status.available == 1,
+    )
+    _, rest = await tenant.lease_status(
+        lease.dseq, lease.gseq, lease.oseq, suite.gateway.url, certificate
+    )
+    [web] = found.services
+    assert (web.name, web.status.total, list(web.status.uris)) == (
+        "web", rest["services"]["web"]["total"], rest["services"]["web"]["uris"] or [],
+    )  # fmt: skip
+
+    # the tenant's own leases only, with the token's scopes, numbers that are numbers
+    checks = [
+        (status, about(status_request), logs_only, grpc.StatusCode.PERMISSION_DENIED),
+        (status, about(status_request, owner=suite.devnet.signer("provider").address), full,
+         grpc.StatusCode.NOT_FOUND),
+        (status, about(status_request, provider=tenant.address), full, grpc.StatusCode.NOT_FOUND),
+        (status, about(status_request, dseq=lease.dseq + 10**6), full, grpc.StatusCode.NOT_FOUND),
+        (status, about(status_request, gseq=0), full, grpc.StatusCode.INVALID_ARGUMENT),
+        (status, status_request(), full, grpc.StatusCode.INVALID_ARGUMENT),
+        (status, about(status_request, ("db",)), full, grpc.StatusCode.NOT_FOUND),
+        (stream_status, about(status_request), (*full, ("interval", "soon")),
+         grpc.StatusCode.INVALID_ARGUMENT),
+        (stream_logs, about(logs_request, ("db",)), full, grpc.StatusCode.NOT_FOUND),
+    ]  # fmt: skip
+    for call, request, metadata, expected in checks:
+        assert (await refused(call, request, metadata))[0] == expected, request
+
+    # the status stream: now, then every interval
+    call = stream_status(about(status_request, ("web",)), metadata=(*full, ("interval", "1s")))
+    first = await asyncio.wait_for(call.read(), 10)
+    second = await asyncio.wait_for(call.read(), 10)
+    call.cancel()
+    assert [s.name for s in first.services] == [s.name for s in second.services] == ["web"]
+
+    # the logs stream: the lines as they come, named after the pod; with the logs scope only
+    logs = stream_logs(about(logs_request, ("web",)), metadata=logs_only)
+    lines = [await asyncio.wait_for(logs.read(), 15) for _ in range(3)]
+    logs.cancel()
+    assert all(len(m.services) == 1 and m.services[0].name.startswith("web-") for m in lines)
+    assert all(m.services[0].logs for m in lines)

@@ -33,7 +33,7 @@ from akcluster.adapters.kube_deploy import (
 from akcluster.adapters.kube_rules import APPLIED, fingerprint, merged, up_to_date
 from akcluster.adapters.null_deploy import NullDeployments
 from akservice.testing import eventually
-from aktypes.events import ForwardedPort
+from aktypes.events import ForwardedPort, LeasedIPStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 from aktypes.testing import address
@@ -654,6 +654,44 @@ async def test_lease_status_before_and_after_the_pods_are_ready(
         ]
     }
     assert ready.ips == {}
+
+
+async def test_lease_status_reports_the_leased_ip_ports_of_the_ip_operator(
+    kube: KubeDeployments, api: ApiClient
+) -> None:
+    """The IP operator's LoadBalancer Service (one port each): reported as Akash's operator
+    reads it, with an empty address until MetalLB gives one (Akash fails the whole status)."""
+    await kube.apply(objects())
+    balancer = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(
+            LEASE,
+            "web-ip-5432-tcp",
+            {**service_labels(LEASE, "web"), "akash.network/service-target": "metal-lb"},
+        ),
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": selector(LEASE, "web")["matchLabels"],
+            "ports": [{"name": "5432-tcp", "port": 5432, "targetPort": 5000, "protocol": "TCP"}],
+        },
+    }
+    core = CoreV1Api(api)
+    await asyncio.to_thread(core.create_namespaced_service, NS, balancer)
+    pending = await kube.lease_status(LEASE, SERVICES, PUBLIC)
+    unassigned = LeasedIPStatus(port=5000, external_port=5432, protocol="TCP", ip="")
+    assert pending.ips == {"web": [unassigned]}
+    assert pending.forwarded_ports["web"]  # the leased-IP Service is no forwarded port
+    assert all(p.external_port != 5432 for p in pending.forwarded_ports["web"])
+    status = {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}  # what MetalLB writes
+    await asyncio.to_thread(
+        core.patch_namespaced_service_status, "web-ip-5432-tcp", NS, {"status": status}
+    )
+    assigned = await kube.lease_status(LEASE, SERVICES, PUBLIC)
+    assert assigned.ips == {"web": [unassigned.model_copy(update={"ip": "203.0.113.7"})]}
+    assert [i.go_dict() for i in assigned.ips["web"]] == [
+        {"Port": 5000, "ExternalPort": 5432, "Protocol": "TCP", "IP": "203.0.113.7"}
+    ]
 
 
 async def test_pods_failing_tells_a_crash_loop_from_starting(

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import importlib.metadata
 import json
+import platform
 import ssl
+import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -130,14 +133,30 @@ def test_public_routes_answer_without_a_client_certificate(stack: Any) -> None:
     version = stack.call("GET", "/version")
     assert version.status == 200
     assert set(version.body) == {"akash", "kube"}
-    assert set(version.body["akash"]) == {
+    akash = version.body["akash"]
+    assert set(akash) == {  # Akash's version.Info
+        "name",
+        "server_name",
         "version",
         "commit",
-        "buildTags",
+        "build_tags",
         "go",
-        "cosmosSdkVersion",
+        "build_deps",
+        "cosmos_sdk_version",
     }
-    assert version.body["akash"]["version"] == "0.1.0"
+    assert akash["version"] == importlib.metadata.version("akgateway")
+    assert akash["go"].startswith(f"{platform.python_implementation()} {platform.python_version()}")
+    deps = {d["Path"]: d["Version"] for d in akash["build_deps"]}
+    assert deps["fastapi"] == importlib.metadata.version("fastapi")
+    assert set(akash["build_deps"][0]) == {"Path", "Version", "Sum", "Replace"}
+    head = subprocess.run(  # the tests run from a checkout: the commit is its HEAD
+        ["git", "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent,
+    )
+    assert akash["commit"] == head.stdout.strip()
     assert stack.call("GET", "/address").body == {"address": stack.provider}
     assert stack.call("GET", "/status").status == 200
     openapi = stack.call("GET", "/openapi.json")

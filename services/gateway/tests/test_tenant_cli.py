@@ -119,6 +119,7 @@ def test_lease_service_and_manifest_queries(
     body = json.loads(status.stdout)
     assert body["services"][SERVICE]["ready_replicas"] == 1
     assert body["forwarded_ports"] == {}
+    assert body["ips"] is None  # Go's answer for a lease without leased IPs
     one = akdevnet(stack, "tenant", "service-status", str(lease), SERVICE, "--gseq", "1")
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["name"] == SERVICE

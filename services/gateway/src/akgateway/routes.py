@@ -10,7 +10,6 @@ every ID is the tenant, the provider is us; each route checks its scope):
 
 from __future__ import annotations
 
-import platform
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response
@@ -20,6 +19,7 @@ from pydantic import BaseModel, Field
 from akbus import ConnectionLost, RequestTimeout, UnexpectedReply
 from akgateway import metrics
 from akgateway.auth import Identity, Tenant, scoped
+from akgateway.buildinfo import build_info
 from akgateway.context import Gateway, gateway_of
 from akgateway.domain.answers import (
     migration_error,
@@ -75,17 +75,10 @@ TENANT_ERRORS = _errors(400, 401, 403, 404, 503)
 
 @router.get("/version", summary="build information of the provider and its Kubernetes")
 async def version(gateway: Ctx) -> dict[str, Any]:
-    kube = kube_version(gateway.board.snapshot())
-    return {
-        "akash": {
-            "version": gateway.version,
-            "commit": "",  # not recorded in this build
-            "buildTags": "",
-            "go": f"{platform.python_implementation()} {platform.python_version()}",
-            "cosmosSdkVersion": "",  # no Cosmos SDK inside: REST/RPC clients of our own
-        },
-        "kube": kube,
-    }
+    """Akash's ``{"akash": version.Info, "kube": version.Info}``
+    (:func:`akgateway.buildinfo.build_info`; ``kube`` is the API server's ``/version`` as
+    the cluster service reports it, null without Kubernetes)."""
+    return {"akash": build_info(), "kube": kube_version(gateway.board.snapshot())}
 
 
 @router.get("/address", summary="the provider's account")
@@ -191,9 +184,7 @@ def _lease(gateway: Gateway, tenant: Identity, dseq: int, gseq: int, oseq: int) 
     return LeaseID(owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider)
 
 
-async def _lease_status(
-    gateway: Gateway, lease_id: LeaseID, service: str = ""
-) -> LeaseStatusReport:
+async def lease_report(gateway: Gateway, lease_id: LeaseID, service: str = "") -> LeaseStatusReport:
     reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
@@ -215,14 +206,15 @@ async def _lease_status(
 async def lease_status(
     *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Status, gateway: Ctx
 ) -> JSONResponse:
-    report = await _lease_status(gateway, _lease(gateway, tenant, dseq, gseq, oseq))
+    report = await lease_report(gateway, _lease(gateway, tenant, dseq, gseq, oseq))
     return JSONResponse(
         {
             "services": {name: s.go_dict() for name, s in report.services.items()},
             "forwarded_ports": {
                 name: [p.go_dict() for p in ports] for name, ports in report.forwarded_ports.items()
             },
-            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()},
+            # Go's null for a lease without leased IPs
+            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()} or None,
         }
     )
 
@@ -236,7 +228,7 @@ async def service_status(
     *, dseq: Dseq, gseq: Gseq, oseq: Oseq, service: str, tenant: Status, gateway: Ctx
 ) -> JSONResponse:
     lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
-    report = await _lease_status(gateway, lease_id, service)
+    report = await lease_report(gateway, lease_id, service)
     found = report.services.get(service)
     if found is None:
         raise NotFound(f"lease {lease_id} has no service {service!r}")

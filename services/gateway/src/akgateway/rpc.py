@@ -1,4 +1,7 @@
-"""gRPC ``akash.provider.v1.ProviderRPC`` on ``AP_GATEWAY_GRPC_LISTEN`` (Akash: 0.0.0.0:8444).
+"""gRPC on ``AP_GATEWAY_GRPC_LISTEN`` (Akash: 0.0.0.0:8444): ``akash.provider.v1.ProviderRPC``
+and ``akash.provider.lease.v1.LeaseRPC``, with Akash's messages (``_pb/``).
+
+ProviderRPC:
 
 - ``GetStatus``: the aggregated status (:func:`akgateway.domain.rpc.status_message`);
 - ``StreamStatus``: that status now, then again each time its content changes;
@@ -6,23 +9,32 @@
   screening command (``ScreenBid``) for the group, and the cluster's hostname check for the
   request's hostnames. Akash declares it and answers Unimplemented.
 
+LeaseRPC, a tenant's calls on one of its leases, answered by the back ends of the REST
+routes with the same scopes: ``SendManifest`` (``send-manifest``) to the manifest service;
+``ServiceStatus`` and ``StreamServiceStatus`` (``status``) from the cluster service, with
+forwarded ports and leased IPs; ``ServiceLogs`` and ``StreamServiceLogs`` (``logs``) from
+Kubernetes through :mod:`akgateway.adapters.kube`, one entry per log line named after its pod.
+
 Served over TLS with the provider's certificate (the tenant API's TLS, relayed to grpcio on
 loopback: :mod:`akgateway.grpcfront`), with server reflection and the standard health
-service. The status is public, as on REST; ``BidScreening`` needs the tenant it is asked
-for: the client certificate of the connection, or a bearer token in the ``authorization``
-metadata, checked as REST checks them (:func:`akgateway.auth.by_certificate`,
+service. The status is public, as on REST; every other call needs a tenant, which
+:meth:`Authenticated._identity` (the one place gRPC authenticates) takes from the
+connection's client certificate or from a bearer token in the ``authorization`` metadata,
+checked as REST checks them (:func:`akgateway.auth.by_certificate`,
 :func:`akgateway.auth.by_token`; both at once is ambiguous, as on REST). Errors carry the
 status code matching the REST answer (400 → INVALID_ARGUMENT, 401 → UNAUTHENTICATED,
-503 → UNAVAILABLE, …) and the same message.
+404 → NOT_FOUND, 503 → UNAVAILABLE, …) and the same message.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2
@@ -32,37 +44,93 @@ from grpc_reflection.v1alpha import reflection
 from pydantic import ValidationError
 
 from akchain.convert import group_spec_from_pb
+from akchain.jwt import Scope
 from akgateway import metrics
+from akgateway._pb.akash.provider.lease.v1 import lease_pb2 as lease
+from akgateway._pb.akash.provider.lease.v1 import lease_pb2_grpc
 from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
+from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
 from akgateway.auth import Identity, by_certificate, by_token
 from akgateway.context import Gateway
+from akgateway.domain.answers import rejection_error
+from akgateway.domain.lease_rpc import lease_of, manifest_from_pb, status_response
 from akgateway.domain.rpc import screening_response, status_message
-from akgateway.errors import ApiError, BadRequest, Unauthorized
+from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
 from akgateway.grpcfront import PeerCertificates
-from akgateway.routes import ask
-from aktypes.events import BidScreened, CheckHostnames, HostnamesChecked, ScreenBid
-from aktypes.events.streams import BIDENGINE_COMMANDS, CLUSTER_COMMANDS
-from aktypes.ids import MAX_UINT64, LeaseID
+from akgateway.routes import ask, lease_report
+from aktypes.duration import go_duration
+from aktypes.events import (
+    BidScreened,
+    CheckHostnames,
+    HostnamesChecked,
+    ManifestAccepted,
+    ManifestRejected,
+    ScreenBid,
+    SubmitManifest,
+)
+from aktypes.events.streams import BIDENGINE_COMMANDS, CLUSTER_COMMANDS, MANIFEST_COMMANDS
+from aktypes.ids import MAX_UINT64, DeploymentID, LeaseID
 
 log = logging.getLogger("akgateway.rpc")
 
 SERVICE = provider.DESCRIPTOR.services_by_name["ProviderRPC"].full_name
+LEASE_SERVICE = lease.DESCRIPTOR.services_by_name["LeaseRPC"].full_name
 CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
     401: grpc.StatusCode.UNAUTHENTICATED,
     403: grpc.StatusCode.PERMISSION_DENIED,
     404: grpc.StatusCode.NOT_FOUND,
+    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
     422: grpc.StatusCode.FAILED_PRECONDITION,
     503: grpc.StatusCode.UNAVAILABLE,
 }
+STATUS_INTERVAL = 5.0  # StreamServiceStatus without an `interval` metadata (Akash's 5 s)
+MIN_STATUS_INTERVAL = 1.0
+Context = aio.ServicerContext[Any, Any]
+T = TypeVar("T")
 
 
-class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
+async def _answer(context: Context, work: Awaitable[T]) -> T:
+    """``work``'s result; an :class:`ApiError` aborts the call with the matching code."""
+    try:
+        return await work
+    except ApiError as exc:
+        await context.abort(CODES.get(exc.status, grpc.StatusCode.INTERNAL), exc.message)
+        raise  # abort raises; this line is never reached
+
+
+class Authenticated:
+    """What every servicer here shares: the gateway, and who is calling."""
+
     def __init__(self, gateway: Gateway, peers: PeerCertificates) -> None:
         self.gateway = gateway
         self.peers = peers
 
+    async def _identity(self, context: Context) -> Identity:
+        """The caller: the tenant of its connection's client certificate or of the bearer
+        token in the ``authorization`` metadata."""
+        der = self.peers.of(context.peer())
+        values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
+        if not values:
+            if der is not None:
+                return await by_certificate(self.gateway, der)
+            raise Unauthorized(
+                "this call needs a tenant: present your client certificate published on chain "
+                "or send 'authorization: Bearer <token>' signed by your account"
+            )
+        if der is not None:
+            raise BadRequest("ambiguous credentials: a client certificate and a bearer token")
+        if len(values) > 1:
+            raise BadRequest("authorization: one value expected")
+        value = values[0] if isinstance(values[0], str) else values[0].decode()
+        scheme, _, token = value.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise BadRequest("authorization: expected 'Bearer <token>'")
+        return await by_token(self.gateway, token.strip())
+
+
+class ProviderRPC(Authenticated, provider_pb2_grpc.ProviderRPCServicer):
     def status(self) -> provider.Status:
         settings = self.gateway.settings
         return status_message(
@@ -73,13 +141,13 @@ class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
         )
 
     async def GetStatus(  # noqa: N802 - the RPC's name
-        self, _request: empty_pb2.Empty, _context: aio.ServicerContext[Any, Any]
+        self, _request: empty_pb2.Empty, _context: Context
     ) -> provider.Status:
         metrics.RPC.labels("GetStatus").inc()
         return self.status()
 
     async def StreamStatus(  # noqa: N802
-        self, _request: empty_pb2.Empty, _context: aio.ServicerContext[Any, Any]
+        self, _request: empty_pb2.Empty, _context: Context
     ) -> AsyncIterator[provider.Status]:
         metrics.RPC.labels("StreamStatus").inc()
         board, sent, version = self.gateway.board, b"", -1
@@ -92,17 +160,13 @@ class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
                 yield message
 
     async def BidScreening(  # noqa: N802
-        self, request: provider.BidScreeningRequest, context: aio.ServicerContext[Any, Any]
+        self, request: provider.BidScreeningRequest, context: Context
     ) -> provider.BidScreeningResponse:
         metrics.RPC.labels("BidScreening").inc()
-        try:
-            return await self._screen(request, context)
-        except ApiError as exc:
-            await context.abort(CODES.get(exc.status, grpc.StatusCode.INTERNAL), exc.message)
-            raise  # abort raises; this line is never reached
+        return await _answer(context, self._screen(request, context))
 
     async def _screen(
-        self, request: provider.BidScreeningRequest, context: aio.ServicerContext[Any, Any]
+        self, request: provider.BidScreeningRequest, context: Context
     ) -> provider.BidScreeningResponse:
         owner = (await self._identity(context)).owner
         if not request.HasField("group_spec") or not request.group_spec.resources:
@@ -137,26 +201,218 @@ class ProviderRPC(provider_pb2_grpc.ProviderRPCServicer):
             refused = checked.refused
         return screening_response(screened, refused)
 
-    async def _identity(self, context: aio.ServicerContext[Any, Any]) -> Identity:
-        """The tenant of the call: its connection's client certificate or its bearer token."""
-        der = self.peers.of(context.peer())
-        values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
-        if not values:
-            if der is not None:
-                return await by_certificate(self.gateway, der)
-            raise Unauthorized(
-                "this call needs a tenant: present your client certificate published on chain "
-                "or send 'authorization: Bearer <token>' signed by your account"
-            )
-        if der is not None:
-            raise BadRequest("ambiguous credentials: a client certificate and a bearer token")
-        if len(values) > 1:
-            raise BadRequest("authorization: one value expected")
-        value = values[0] if isinstance(values[0], str) else values[0].decode()
-        scheme, _, token = value.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise BadRequest("authorization: expected 'Bearer <token>'")
-        return await by_token(self.gateway, token.strip())
+
+class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
+    """A tenant's calls on one of its leases, with REST's back ends and scopes."""
+
+    async def _lease(
+        self,
+        context: Context,
+        request: lease.SendManifestRequest | lease.ServiceStatusRequest | lease.ServiceLogsRequest,
+        scope: Scope,
+        services: list[str],
+    ) -> LeaseID:
+        """The request's lease, once the caller may use ``scope`` on it."""
+        identity = await self._identity(context)
+        if not request.HasField("lease_id"):
+            raise BadRequest("lease_id is required")
+        found = lease_of(request.lease_id, owner=identity.owner, provider=self.gateway.provider)
+        identity.require(
+            scope,
+            self.gateway.provider,
+            dseq=found.dseq,
+            gseq=None if scope == "send-manifest" else found.gseq,
+            oseq=None if scope == "send-manifest" else found.oseq,
+            services=services,
+        )
+        return found
+
+    async def SendManifest(  # noqa: N802
+        self, request: lease.SendManifestRequest, context: Context
+    ) -> lease.SendManifestResponse:
+        metrics.RPC.labels("SendManifest").inc()
+        return await _answer(context, self._send_manifest(request, context))
+
+    async def _send_manifest(
+        self, request: lease.SendManifestRequest, context: Context
+    ) -> lease.SendManifestResponse:
+        lease_id = await self._lease(context, request, "send-manifest", [])
+        manifest = manifest_from_pb(request.manifest)
+        reply = await ask(
+            self.gateway,
+            MANIFEST_COMMANDS,
+            SubmitManifest(
+                deployment_id=DeploymentID(owner=lease_id.owner, dseq=lease_id.dseq),
+                manifest=manifest,
+            ),
+            (ManifestAccepted, ManifestRejected),
+            timeout=self.gateway.settings.gateway_submit_timeout,
+            who="manifest service",
+        )
+        if isinstance(reply, ManifestRejected):
+            raise rejection_error(reply)
+        return lease.SendManifestResponse()
+
+    async def ServiceStatus(  # noqa: N802
+        self, request: lease.ServiceStatusRequest, context: Context
+    ) -> lease.ServiceStatusResponse:
+        metrics.RPC.labels("ServiceStatus").inc()
+
+        async def work() -> lease.ServiceStatusResponse:
+            lease_id = await self._lease(context, request, "status", list(request.services))
+            return await self._status(lease_id, list(request.services))
+
+        return await _answer(context, work())
+
+    async def _status(self, lease_id: LeaseID, services: list[str]) -> lease.ServiceStatusResponse:
+        report = await lease_report(self.gateway, lease_id)
+        missing = [s for s in services if s not in report.services]
+        if missing:
+            raise NotFound(f"lease {lease_id} has no service {', '.join(missing)}")
+        if services:
+            kept = {k: v for k, v in report.services.items() if k in services}
+            report = report.model_copy(update={"services": kept})
+        return status_response(report)
+
+    async def StreamServiceStatus(  # noqa: N802
+        self, request: lease.ServiceStatusRequest, context: Context
+    ) -> AsyncIterator[lease.ServiceStatusResponse]:
+        """The status now, then every ``interval`` (metadata, a Go duration; 5 s) until the
+        caller leaves; a lease that goes away ends the stream with NOT_FOUND."""
+        metrics.RPC.labels("StreamServiceStatus").inc()
+        services = list(request.services)
+
+        async def opened() -> tuple[LeaseID, float]:
+            lease_id = await self._lease(context, request, "status", services)
+            return lease_id, _interval(context)
+
+        lease_id, interval = await _answer(context, opened())
+        while True:
+            yield await _answer(context, self._status(lease_id, services))
+            await asyncio.sleep(interval)
+
+    def _kube(self) -> LeaseCluster:
+        if self.gateway.kube is None:
+            raise Unavailable("this gateway has no access to the cluster (AP_CLUSTER_BACKEND)")
+        return self.gateway.kube
+
+    async def _pods(self, lease_id: LeaseID, services: list[str]) -> list[Pod]:
+        try:
+            pods = await self._kube().pods(lease_id, services)
+        except LeaseGone as exc:
+            raise NotFound(str(exc)) from None
+        except KubeError as exc:
+            raise Unavailable(str(exc)) from None
+        missing = sorted(set(services) - {p.service for p in pods})
+        if missing:
+            raise NotFound(f"lease {lease_id} has no running service {', '.join(missing)}")
+        return pods
+
+    async def ServiceLogs(  # noqa: N802
+        self, request: lease.ServiceLogsRequest, context: Context
+    ) -> lease.ServiceLogsResponse:
+        """Every line the services' pods have logged so far, pod by pod (the newest that fit
+        in one answer of ``AP_GATEWAY_MAX_BODY``)."""
+        metrics.RPC.labels("ServiceLogs").inc()
+
+        async def work() -> lease.ServiceLogsResponse:
+            services = list(request.services)
+            lease_id = await self._lease(context, request, "logs", services)
+            entries: list[lease.ServiceLogs] = []
+            try:
+                for pod in await self._pods(lease_id, services):
+                    entries.extend(
+                        [
+                            lease.ServiceLogs(name=pod.name, logs=line.encode())
+                            async for line in self._kube().logs(pod, follow=False, tail=None)
+                        ]
+                    )
+            except KubeError as exc:
+                raise Unavailable(str(exc)) from None
+            budget, kept = self.gateway.settings.gateway_max_body, 0
+            for entry in reversed(entries):
+                budget -= entry.ByteSize() + 8  # the entry's tag and length
+                if budget < 0:
+                    break
+                kept += 1
+            return lease.ServiceLogsResponse(services=entries[len(entries) - kept :])
+
+        return await _answer(context, work())
+
+    async def StreamServiceLogs(  # noqa: N802
+        self, request: lease.ServiceLogsRequest, context: Context
+    ) -> AsyncIterator[lease.ServiceLogsResponse]:
+        """The pods' lines as they come, one answer per line; the stream ends when the
+        pods' logs end, with NOT_FOUND when the lease went away with them."""
+        metrics.RPC.labels("StreamServiceLogs").inc()
+        services = list(request.services)
+
+        async def opened() -> tuple[LeaseID, list[Pod]]:
+            lease_id = await self._lease(context, request, "logs", services)
+            return lease_id, await self._pods(lease_id, services)
+
+        lease_id, pods = await _answer(context, opened())
+        kube = self._kube()
+
+        def source(pod: Pod) -> AsyncIterator[str]:
+            return kube.logs(pod, follow=True, tail=None)
+
+        try:
+            async for pod, line in _merged(pods, source):
+                yield lease.ServiceLogsResponse(
+                    services=[lease.ServiceLogs(name=pod.name, logs=line.encode())]
+                )
+        except KubeError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        await _answer(context, self._pods(lease_id, []))  # NOT_FOUND if the lease went
+
+
+def _interval(context: Context) -> float:
+    """StreamServiceStatus's period: the ``interval`` metadata (Go's syntax, Akash's)."""
+    values = [v for k, v in context.invocation_metadata() or () if k == "interval"]
+    if not values:
+        return STATUS_INTERVAL
+    text = values[0] if isinstance(values[0], str) else values[0].decode()
+    seconds = go_duration(text.strip())
+    if seconds is None or seconds < MIN_STATUS_INTERVAL:
+        raise BadRequest(
+            f"interval: {text!r} is not a duration of at least {MIN_STATUS_INTERVAL:g}s "
+            "(examples: 5s, 1m)"
+        )
+    return float(seconds)
+
+
+async def _merged(
+    pods: list[Pod], source: Callable[[Pod], AsyncIterator[str]]
+) -> AsyncIterator[tuple[Pod, str]]:
+    """Every pod's lines as they come, through one bounded queue (a slow caller slows its
+    own stream only); ends when every source has ended, raises what a source raised."""
+    queue: asyncio.Queue[tuple[Pod, str] | None] = asyncio.Queue(64)
+
+    async def drain(pod: Pod) -> None:
+        lines = source(pod)
+        try:
+            async for line in lines:
+                await queue.put((pod, line))
+        finally:
+            if isinstance(lines, AsyncGenerator):  # closed now: its reader thread stops
+                await lines.aclose()
+
+    async def all_of() -> None:
+        try:
+            await asyncio.gather(*(drain(p) for p in pods))
+        finally:
+            await queue.put(None)
+
+    task = asyncio.create_task(all_of())
+    try:
+        while (item := await queue.get()) is not None:
+            yield item
+        await task  # raises what a source raised
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _without_time(message: provider.Status) -> bytes:
@@ -167,9 +423,9 @@ def _without_time(message: provider.Status) -> bytes:
 
 
 class RPCServer:
-    """ProviderRPC, reflection and health on loopback, without TLS (:mod:`akgateway.grpcfront`
-    is its TLS), while the block runs (an async context manager for
-    :meth:`akservice.Runtime.resource`); ``port`` once started."""
+    """ProviderRPC, LeaseRPC, reflection and health on loopback, without TLS
+    (:mod:`akgateway.grpcfront` is its TLS), while the block runs (an async context manager
+    for :meth:`akservice.Runtime.resource`); ``port`` once started."""
 
     def __init__(self, gateway: Gateway, peers: PeerCertificates) -> None:
         self.gateway = gateway
@@ -189,13 +445,16 @@ class RPCServer:
         provider_pb2_grpc.add_ProviderRPCServicer_to_server(  # type: ignore[no-untyped-call]
             ProviderRPC(self.gateway, self.peers), self.server
         )
+        lease_pb2_grpc.add_LeaseRPCServicer_to_server(  # type: ignore[no-untyped-call]
+            LeaseRPC(self.gateway, self.peers), self.server
+        )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
+            (SERVICE, LEASE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
-        for name in ("", SERVICE):
+        for name in ("", SERVICE, LEASE_SERVICE):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         return self
 

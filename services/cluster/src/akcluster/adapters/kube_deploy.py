@@ -51,6 +51,7 @@ from akcluster.adapters.kube_rules import (
     created,
     fingerprint,
     forwarded_ports,
+    leased_ips,
     merged,
     pod_failure,
     service_status,
@@ -252,7 +253,8 @@ class KubeDeployments:
     async def lease_status(
         self, lease_id: LeaseID, services: Sequence[tuple[str, int]], public_hostname: str
     ) -> LeaseStatus:
-        """Each service's replicas and hostnames, and the node ports of ``<svc>-np``.
+        """Each service's replicas and hostnames, the node ports of ``<svc>-np`` and the
+        leased-IP ports of the IP operator's LoadBalancer Services.
 
         A Deployment's ``available`` is its available replicas (Akash's); a StatefulSet's
         its *ready* replicas, where Akash counts current ones — pods of the current
@@ -289,7 +291,13 @@ class KubeDeployments:
         forwarded = forwarded_ports(
             await self._list(kube_services, namespace, target), public_hostname
         )
-        return LeaseStatus(lease_id=lease_id, services=statuses, forwarded_ports=forwarded)
+        balancers = await self._list(kube_services, namespace, f"{SERVICE_TARGET}=metal-lb")
+        return LeaseStatus(
+            lease_id=lease_id,
+            services=statuses,
+            forwarded_ports=forwarded,
+            ips=leased_ips(balancers),
+        )
 
     async def pods_failing(self, lease_id: LeaseID) -> dict[str, str]:
         """Per service whose pods keep failing (crash loop, image pull, unschedulable,

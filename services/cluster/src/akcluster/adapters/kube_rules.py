@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE
-from aktypes.events import ForwardedPort, ServiceStatus
+from aktypes.events import ForwardedPort, LeasedIPStatus, ServiceStatus
 
 Obj = dict[str, Any]
 
@@ -219,6 +219,33 @@ def forwarded_ports(
         if ports:
             forwarded[str(owner)] = ports
     return forwarded
+
+
+def leased_ips(services: Iterable[Mapping[str, Any]]) -> dict[str, list[LeasedIPStatus]]:
+    """The leased-IP ports of the IP operator's LoadBalancer Services (``metal-lb``), by
+    manifest service, as Akash's IP operator reads them: the Service's one port (its target
+    is the service's port) and the address MetalLB gave it. A Service MetalLB has not given
+    an address yet is reported with ``IP: ""`` (Akash's operator fails the whole lease status
+    with "service has 0 load balancers and is invalid" until it has one)."""
+    found: dict[str, list[LeasedIPStatus]] = {}
+    for service in sorted(services, key=lambda s: str(s["metadata"]["name"])):
+        spec = service.get("spec") or {}
+        ports = spec.get("ports") or []
+        owner = (spec.get("selector") or {}).get(MANIFEST_SERVICE)
+        if spec.get("type") != "LoadBalancer" or not owner or len(ports) != 1:
+            continue
+        [port] = ports
+        target = port.get("targetPort")
+        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        found.setdefault(str(owner), []).append(
+            LeasedIPStatus(
+                port=target if isinstance(target, int) else int(port["port"]),
+                external_port=int(port["port"]),
+                protocol=str(port.get("protocol") or "TCP"),
+                ip=next((str(i["ip"]) for i in ingress if i.get("ip")), ""),
+            )
+        )
+    return found
 
 
 def pod_failure(pod: Mapping[str, Any]) -> str | None:

@@ -4,7 +4,9 @@
 ``/status`` (:mod:`akgateway.domain.status`), in Akash's ``provider.v1.Status`` shape: every
 amount is a Kubernetes quantity string ("1500m" CPU, bytes for memory and storage), each
 node's resources a pair of allocatable and allocated. :func:`screening_response` turns the bid
-engine's screening answer into ``BidScreeningResponse``.
+engine's screening answer into ``BidScreeningResponse``: Akash's ``resource_offer`` (one
+message, field 3) holds the offer for the group's first resource unit, our
+``resource_offers`` (field 5, which Akash does not use) every unit's.
 """
 
 from __future__ import annotations
@@ -145,14 +147,15 @@ def screening_response(
     would refuse included."""
     reasons = [f"{r.code}: {r.message}" if r.message else r.code for r in reply.reasons]
     reasons += [f"hostname_refused: {why}" for _, why in sorted(refused_hostnames.items())]
+    offers = [
+        market_pb2.ResourceOffer(resources=resources_pb(o.resources), count=o.count)
+        for o in reply.offer
+    ]
     message = provider.BidScreeningResponse(
-        passed=reply.passed and not refused_hostnames,
-        reasons=reasons,
-        resource_offers=[
-            market_pb2.ResourceOffer(resources=resources_pb(o.resources), count=o.count)
-            for o in reply.offer
-        ],
+        passed=reply.passed and not refused_hostnames, reasons=reasons, resource_offers=offers
     )
+    if offers:  # Akash's field holds one offer: the group's first resource unit
+        message.resource_offer.CopyFrom(offers[0])
     if reply.price is not None:
         message.price.CopyFrom(dec_coin_pb(reply.price))
     return message

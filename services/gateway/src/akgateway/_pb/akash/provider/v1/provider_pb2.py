@@ -22,7 +22,6 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from akchain._pb.akash.deployment.v1beta4 import deployment_pb2 as akchain_dot___pb_dot_akash_dot_deployment_dot_v1beta4_dot_deployment__pb2
@@ -32,7 +31,7 @@ from akgateway._pb.akash.inventory.v1 import inventory_pb2 as akgateway_dot___pb
 from akgateway._pb.k8s import resource_pb2 as akgateway_dot___pb_dot_k8s_dot_resource__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.akgateway/_pb/akash/provider/v1/provider.proto\x12\x11\x61kash.provider.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x35\x61kchain/_pb/akash/deployment/v1beta4/deployment.proto\x1a-akchain/_pb/akash/market/v1beta5/market.proto\x1a*akchain/_pb/cosmos/base/v1beta1/coin.proto\x1a\x30\x61kgateway/_pb/akash/inventory/v1/inventory.proto\x1a akgateway/_pb/k8s/resource.proto\"\xb8\x03\n\x0fResourcesMetric\x12;\n\x03\x63pu\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12>\n\x06memory\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12;\n\x03gpu\x18\x03 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12I\n\x11\x65phemeral_storage\x18\x04 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12@\n\x07storage\x18\x05 \x03(\x0b\x32/.akash.provider.v1.ResourcesMetric.StorageEntry\x1a^\n\x0cStorageEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12=\n\x05value\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity:\x02\x38\x01\"\x18\n\x06Leases\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\r\"Z\n\x12ReservationsMetric\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\x35\n\tresources\x18\x02 \x01(\x0b\x32\".akash.provider.v1.ResourcesMetric\"}\n\x0cReservations\x12\x36\n\x07pending\x18\x01 \x01(\x0b\x32%.akash.provider.v1.ReservationsMetric\x12\x35\n\x06\x61\x63tive\x18\x02 \x01(\x0b\x32%.akash.provider.v1.ReservationsMetric\"\xa5\x01\n\tInventory\x12,\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x1b.akash.inventory.v1.Cluster\x12\x35\n\x0creservations\x18\x02 \x01(\x0b\x32\x1f.akash.provider.v1.Reservations\x12\x33\n\tleased_ip\x18\x03 \x01(\x0b\x32 .akash.inventory.v1.ResourcePair\"k\n\rClusterStatus\x12)\n\x06leases\x18\x01 \x01(\x0b\x32\x19.akash.provider.v1.Leases\x12/\n\tinventory\x18\x02 \x01(\x0b\x32\x1c.akash.provider.v1.Inventory\"!\n\x0f\x42idEngineStatus\x12\x0e\n\x06orders\x18\x01 \x01(\r\"%\n\x0eManifestStatus\x12\x13\n\x0b\x64\x65ployments\x18\x01 \x01(\r\"\xb8\x02\n\x06Status\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12\x31\n\x07\x63luster\x18\x02 \x01(\x0b\x32 .akash.provider.v1.ClusterStatus\x12\x36\n\nbid_engine\x18\x03 \x01(\x0b\x32\".akash.provider.v1.BidEngineStatus\x12\x33\n\x08manifest\x18\x04 \x01(\x0b\x32!.akash.provider.v1.ManifestStatus\x12\x18\n\x10public_hostnames\x18\x05 \x03(\t\x12-\n\ttimestamp\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x12reclamation_window\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\"a\n\x13\x42idScreeningRequest\x12\x37\n\ngroup_spec\x18\x01 \x01(\x0b\x32#.akash.deployment.v1beta4.GroupSpec\x12\x11\n\thostnames\x18\x02 \x03(\t\"\xa2\x01\n\x14\x42idScreeningResponse\x12\x0e\n\x06passed\x18\x01 \x01(\x08\x12\x0f\n\x07reasons\x18\x02 \x03(\t\x12<\n\x0fresource_offers\x18\x03 \x03(\x0b\x32#.akash.market.v1beta5.ResourceOffer\x12+\n\x05price\x18\x04 \x01(\x0b\x32\x1c.cosmos.base.v1beta1.DecCoin2\xf3\x01\n\x0bProviderRPC\x12>\n\tGetStatus\x12\x16.google.protobuf.Empty\x1a\x19.akash.provider.v1.Status\x12\x43\n\x0cStreamStatus\x12\x16.google.protobuf.Empty\x1a\x19.akash.provider.v1.Status0\x01\x12_\n\x0c\x42idScreening\x12&.akash.provider.v1.BidScreeningRequest\x1a\'.akash.provider.v1.BidScreeningResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.akgateway/_pb/akash/provider/v1/provider.proto\x12\x11\x61kash.provider.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x35\x61kchain/_pb/akash/deployment/v1beta4/deployment.proto\x1a-akchain/_pb/akash/market/v1beta5/market.proto\x1a*akchain/_pb/cosmos/base/v1beta1/coin.proto\x1a\x30\x61kgateway/_pb/akash/inventory/v1/inventory.proto\x1a akgateway/_pb/k8s/resource.proto\"\xb8\x03\n\x0fResourcesMetric\x12;\n\x03\x63pu\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12>\n\x06memory\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12;\n\x03gpu\x18\x03 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12I\n\x11\x65phemeral_storage\x18\x04 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity\x12@\n\x07storage\x18\x05 \x03(\x0b\x32/.akash.provider.v1.ResourcesMetric.StorageEntry\x1a^\n\x0cStorageEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12=\n\x05value\x18\x02 \x01(\x0b\x32..k8s.io.apimachinery.pkg.api.resource.Quantity:\x02\x38\x01\"\x18\n\x06Leases\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\r\"Z\n\x12ReservationsMetric\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\x35\n\tresources\x18\x02 \x01(\x0b\x32\".akash.provider.v1.ResourcesMetric\"}\n\x0cReservations\x12\x36\n\x07pending\x18\x01 \x01(\x0b\x32%.akash.provider.v1.ReservationsMetric\x12\x35\n\x06\x61\x63tive\x18\x02 \x01(\x0b\x32%.akash.provider.v1.ReservationsMetric\"p\n\tInventory\x12,\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x1b.akash.inventory.v1.Cluster\x12\x35\n\x0creservations\x18\x02 \x01(\x0b\x32\x1f.akash.provider.v1.Reservations\"k\n\rClusterStatus\x12)\n\x06leases\x18\x01 \x01(\x0b\x32\x19.akash.provider.v1.Leases\x12/\n\tinventory\x18\x02 \x01(\x0b\x32\x1c.akash.provider.v1.Inventory\"!\n\x0f\x42idEngineStatus\x12\x0e\n\x06orders\x18\x01 \x01(\r\"%\n\x0eManifestStatus\x12\x13\n\x0b\x64\x65ployments\x18\x01 \x01(\r\"\x81\x02\n\x06Status\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12\x31\n\x07\x63luster\x18\x02 \x01(\x0b\x32 .akash.provider.v1.ClusterStatus\x12\x36\n\nbid_engine\x18\x03 \x01(\x0b\x32\".akash.provider.v1.BidEngineStatus\x12\x33\n\x08manifest\x18\x04 \x01(\x0b\x32!.akash.provider.v1.ManifestStatus\x12\x18\n\x10public_hostnames\x18\x05 \x03(\t\x12-\n\ttimestamp\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"a\n\x13\x42idScreeningRequest\x12\x37\n\ngroup_spec\x18\x01 \x01(\x0b\x32#.akash.deployment.v1beta4.GroupSpec\x12\x11\n\thostnames\x18\x02 \x03(\t\"\xdf\x01\n\x14\x42idScreeningResponse\x12\x0e\n\x06passed\x18\x01 \x01(\x08\x12\x0f\n\x07reasons\x18\x02 \x03(\t\x12;\n\x0eresource_offer\x18\x03 \x01(\x0b\x32#.akash.market.v1beta5.ResourceOffer\x12+\n\x05price\x18\x04 \x01(\x0b\x32\x1c.cosmos.base.v1beta1.DecCoin\x12<\n\x0fresource_offers\x18\x05 \x03(\x0b\x32#.akash.market.v1beta5.ResourceOffer2\xf3\x01\n\x0bProviderRPC\x12>\n\tGetStatus\x12\x16.google.protobuf.Empty\x1a\x19.akash.provider.v1.Status\x12\x43\n\x0cStreamStatus\x12\x16.google.protobuf.Empty\x1a\x19.akash.provider.v1.Status0\x01\x12_\n\x0c\x42idScreening\x12&.akash.provider.v1.BidScreeningRequest\x1a\'.akash.provider.v1.BidScreeningResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,30 +40,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RESOURCESMETRIC_STORAGEENTRY']._loaded_options = None
   _globals['_RESOURCESMETRIC_STORAGEENTRY']._serialized_options = b'8\001'
-  _globals['_RESOURCESMETRIC']._serialized_start=394
-  _globals['_RESOURCESMETRIC']._serialized_end=834
-  _globals['_RESOURCESMETRIC_STORAGEENTRY']._serialized_start=740
-  _globals['_RESOURCESMETRIC_STORAGEENTRY']._serialized_end=834
-  _globals['_LEASES']._serialized_start=836
-  _globals['_LEASES']._serialized_end=860
-  _globals['_RESERVATIONSMETRIC']._serialized_start=862
-  _globals['_RESERVATIONSMETRIC']._serialized_end=952
-  _globals['_RESERVATIONS']._serialized_start=954
-  _globals['_RESERVATIONS']._serialized_end=1079
-  _globals['_INVENTORY']._serialized_start=1082
-  _globals['_INVENTORY']._serialized_end=1247
-  _globals['_CLUSTERSTATUS']._serialized_start=1249
-  _globals['_CLUSTERSTATUS']._serialized_end=1356
-  _globals['_BIDENGINESTATUS']._serialized_start=1358
-  _globals['_BIDENGINESTATUS']._serialized_end=1391
-  _globals['_MANIFESTSTATUS']._serialized_start=1393
-  _globals['_MANIFESTSTATUS']._serialized_end=1430
-  _globals['_STATUS']._serialized_start=1433
-  _globals['_STATUS']._serialized_end=1745
-  _globals['_BIDSCREENINGREQUEST']._serialized_start=1747
-  _globals['_BIDSCREENINGREQUEST']._serialized_end=1844
-  _globals['_BIDSCREENINGRESPONSE']._serialized_start=1847
-  _globals['_BIDSCREENINGRESPONSE']._serialized_end=2009
-  _globals['_PROVIDERRPC']._serialized_start=2012
-  _globals['_PROVIDERRPC']._serialized_end=2255
+  _globals['_RESOURCESMETRIC']._serialized_start=362
+  _globals['_RESOURCESMETRIC']._serialized_end=802
+  _globals['_RESOURCESMETRIC_STORAGEENTRY']._serialized_start=708
+  _globals['_RESOURCESMETRIC_STORAGEENTRY']._serialized_end=802
+  _globals['_LEASES']._serialized_start=804
+  _globals['_LEASES']._serialized_end=828
+  _globals['_RESERVATIONSMETRIC']._serialized_start=830
+  _globals['_RESERVATIONSMETRIC']._serialized_end=920
+  _globals['_RESERVATIONS']._serialized_start=922
+  _globals['_RESERVATIONS']._serialized_end=1047
+  _globals['_INVENTORY']._serialized_start=1049
+  _globals['_INVENTORY']._serialized_end=1161
+  _globals['_CLUSTERSTATUS']._serialized_start=1163
+  _globals['_CLUSTERSTATUS']._serialized_end=1270
+  _globals['_BIDENGINESTATUS']._serialized_start=1272
+  _globals['_BIDENGINESTATUS']._serialized_end=1305
+  _globals['_MANIFESTSTATUS']._serialized_start=1307
+  _globals['_MANIFESTSTATUS']._serialized_end=1344
+  _globals['_STATUS']._serialized_start=1347
+  _globals['_STATUS']._serialized_end=1604
+  _globals['_BIDSCREENINGREQUEST']._serialized_start=1606
+  _globals['_BIDSCREENINGREQUEST']._serialized_end=1703
+  _globals['_BIDSCREENINGRESPONSE']._serialized_start=1706
+  _globals['_BIDSCREENINGRESPONSE']._serialized_end=1929
+  _globals['_PROVIDERRPC']._serialized_start=1932
+  _globals['_PROVIDERRPC']._serialized_end=2175
 # @@protoc_insertion_point(module_scope)

@@ -1,6 +1,5 @@
 import datetime
 
-from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from akchain._pb.akash.deployment.v1beta4 import deployment_pb2 as _deployment_pb2
@@ -60,14 +59,12 @@ class Reservations(_message.Message):
     def __init__(self, pending: _Optional[_Union[ReservationsMetric, _Mapping]] = ..., active: _Optional[_Union[ReservationsMetric, _Mapping]] = ...) -> None: ...
 
 class Inventory(_message.Message):
-    __slots__ = ("cluster", "reservations", "leased_ip")
+    __slots__ = ("cluster", "reservations")
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
-    LEASED_IP_FIELD_NUMBER: _ClassVar[int]
     cluster: _inventory_pb2.Cluster
     reservations: Reservations
-    leased_ip: _inventory_pb2.ResourcePair
-    def __init__(self, cluster: _Optional[_Union[_inventory_pb2.Cluster, _Mapping]] = ..., reservations: _Optional[_Union[Reservations, _Mapping]] = ..., leased_ip: _Optional[_Union[_inventory_pb2.ResourcePair, _Mapping]] = ...) -> None: ...
+    def __init__(self, cluster: _Optional[_Union[_inventory_pb2.Cluster, _Mapping]] = ..., reservations: _Optional[_Union[Reservations, _Mapping]] = ...) -> None: ...
 
 class ClusterStatus(_message.Message):
     __slots__ = ("leases", "inventory")
@@ -90,22 +87,20 @@ class ManifestStatus(_message.Message):
     def __init__(self, deployments: _Optional[int] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("errors", "cluster", "bid_engine", "manifest", "public_hostnames", "timestamp", "reclamation_window")
+    __slots__ = ("errors", "cluster", "bid_engine", "manifest", "public_hostnames", "timestamp")
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     BID_ENGINE_FIELD_NUMBER: _ClassVar[int]
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_HOSTNAMES_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
-    RECLAMATION_WINDOW_FIELD_NUMBER: _ClassVar[int]
     errors: _containers.RepeatedScalarFieldContainer[str]
     cluster: ClusterStatus
     bid_engine: BidEngineStatus
     manifest: ManifestStatus
     public_hostnames: _containers.RepeatedScalarFieldContainer[str]
     timestamp: _timestamp_pb2.Timestamp
-    reclamation_window: _duration_pb2.Duration
-    def __init__(self, errors: _Optional[_Iterable[str]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., bid_engine: _Optional[_Union[BidEngineStatus, _Mapping]] = ..., manifest: _Optional[_Union[ManifestStatus, _Mapping]] = ..., public_hostnames: _Optional[_Iterable[str]] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reclamation_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, errors: _Optional[_Iterable[str]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., bid_engine: _Optional[_Union[BidEngineStatus, _Mapping]] = ..., manifest: _Optional[_Union[ManifestStatus, _Mapping]] = ..., public_hostnames: _Optional[_Iterable[str]] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class BidScreeningRequest(_message.Message):
     __slots__ = ("group_spec", "hostnames")
@@ -116,13 +111,15 @@ class BidScreeningRequest(_message.Message):
     def __init__(self, group_spec: _Optional[_Union[_deployment_pb2.GroupSpec, _Mapping]] = ..., hostnames: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BidScreeningResponse(_message.Message):
-    __slots__ = ("passed", "reasons", "resource_offers", "price")
+    __slots__ = ("passed", "reasons", "resource_offer", "price", "resource_offers")
     PASSED_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
-    RESOURCE_OFFERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_OFFER_FIELD_NUMBER: _ClassVar[int]
     PRICE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_OFFERS_FIELD_NUMBER: _ClassVar[int]
     passed: bool
     reasons: _containers.RepeatedScalarFieldContainer[str]
-    resource_offers: _containers.RepeatedCompositeFieldContainer[_market_pb2.ResourceOffer]
+    resource_offer: _market_pb2.ResourceOffer
     price: _coin_pb2.DecCoin
-    def __init__(self, passed: _Optional[bool] = ..., reasons: _Optional[_Iterable[str]] = ..., resource_offers: _Optional[_Iterable[_Union[_market_pb2.ResourceOffer, _Mapping]]] = ..., price: _Optional[_Union[_coin_pb2.DecCoin, _Mapping]] = ...) -> None: ...
+    resource_offers: _containers.RepeatedCompositeFieldContainer[_market_pb2.ResourceOffer]
+    def __init__(self, passed: _Optional[bool] = ..., reasons: _Optional[_Iterable[str]] = ..., resource_offer: _Optional[_Union[_market_pb2.ResourceOffer, _Mapping]] = ..., price: _Optional[_Union[_coin_pb2.DecCoin, _Mapping]] = ..., resource_offers: _Optional[_Iterable[_Union[_market_pb2.ResourceOffer, _Mapping]]] = ...) -> None: ...
