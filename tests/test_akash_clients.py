@@ -288,6 +288,26 @@ def assign_address(suite: Provider, lease: LeaseID) -> None:
         api.close()
 
 
+async def trusted_by_gateway(suite: Provider, akashjs: AkashJS, made: dict[str, str]) -> None:
+    """Wait until the gateway's TLS takes a certificate published a moment ago (it reads the
+    chain's certificates every AP_GATEWAY_CERT_SYNC_INTERVAL)."""
+    step = {
+        "do": "request",
+        "method": "GET",
+        "url": f"{suite.gateway.url}/lease/1/1/1/status",
+        "cert": made["cert"],
+        "key": made["privateKey"],
+    }
+
+    def answered() -> int:
+        [answer] = akashjs.run("tenant.mjs", {"steps": [step]})
+        return int(answer["status"])  # 0: refused in the handshake, not read yet
+
+    await eventually(
+        lambda: asyncio.to_thread(answered), timeout_s=30, what="the certificate trusted"
+    )
+
+
 async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
     suite: Provider, chain: DevnetClients, akashjs: AkashJS
 ) -> None:
@@ -355,6 +375,17 @@ async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
         )
         assert logs.services and {e.name.startswith("web-") for e in logs.services} == {True}
 
+        # a certificate as chain-sdk makes it (keyUsage without digitalSignature), on chain
+        [made] = akashjs.run(
+            "tenant.mjs", {"steps": [{"do": "certificate", "address": tenant.address}]}
+        )
+        await tenant.wallet.send(
+            msgs.create_certificate(
+                tenant.address, made["cert"].encode(), made["publicKey"].encode()
+            )
+        )
+        await trusted_by_gateway(suite, akashjs, made)
+
         host, port = suite.gateway.grpc_target.rsplit(":", 1)
         answers = await asyncio.to_thread(
             akashjs.run,
@@ -370,6 +401,7 @@ async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
                     "provider": lease.provider,
                 },
                 "groupSpec": base64.b64encode(group.SerializeToString()).decode(),
+                "mtls": {"cert": made["cert"], "key": made["privateKey"]},
             },
         )
         ours_status = await providers.GetStatus(empty_pb2.Empty())
@@ -399,7 +431,7 @@ async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
     assert answers["bidScreeningWithoutToken"]["error"]["code"] == 16  # Unauthenticated
 
     # LeaseRPC: the services with their leased IP, as our stubs and REST read them
-    for name in ("serviceStatus", "streamServiceStatus"):
+    for name in ("serviceStatus", "streamServiceStatus", "serviceStatusByCertificate"):
         decoded, decoded_json = read(name, lease_pb2.ServiceStatusResponse)
         assert decoded == ours, name
         assert decoded_json["services"][0]["ips"] == [

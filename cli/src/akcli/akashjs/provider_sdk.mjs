@@ -1,6 +1,6 @@
 // Akash's provider client (chain-sdk's createProviderSDK, as Akash Console uses it) against
 // our gateway's gRPC: GetStatus, BidScreening and the LeaseRPC calls a tenant makes, with
-// its bearer token as a call header. For each call, what chain-sdk decoded, encoded again
+// its bearer token as a call header, and with its client certificate (input.mtls) instead. For each call, what chain-sdk decoded, encoded again
 // (base64, to compare with our own stubs) and as its JSON; or the error it raised.
 import { readFileSync } from "node:fs";
 import { createProviderSDK } from "@akashnetwork/chain-sdk";
@@ -56,5 +56,18 @@ answers.streamServiceStatus = await attempt(async () => {
 answers.serviceLogs = await attempt(async () =>
   seen(ServiceLogsResponse, await sdk.akash.provider.lease.v1.serviceLogs({ leaseId }, tenant)),
 );
+if (input.mtls) {
+  // the tenant's certificate instead of a token, as Akash Console authenticates
+  const viaCertificate = createProviderSDK({
+    baseUrl: input.baseUrl,
+    authentication: { type: "mtls", cert: input.mtls.cert, key: input.mtls.key },
+  });
+  answers.serviceStatusByCertificate = await attempt(async () =>
+    seen(
+      ServiceStatusResponse,
+      await viaCertificate.akash.provider.lease.v1.serviceStatus({ leaseId }, { timeoutMs: 30000 }),
+    ),
+  );
+}
 console.log(JSON.stringify(answers));
 process.exit(0); // the HTTP/2 sessions would keep Node alive
