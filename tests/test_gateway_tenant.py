@@ -27,6 +27,7 @@ from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.ids import DeploymentID, LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
 
@@ -157,12 +158,19 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
     first = await deployed(suite, tenant, certificate, shape)
     second = await deployed(suite, tenant, certificate, shape)
     [ip_key] = names_of(suite, first)["leasedips"]
+    # each lease also has its own generated hostname (static ingress hosts), which never moves
+    made_first = ingress_host(first, "web", suite.ingress_domain)
+    made_second = ingress_host(second, "web", suite.ingress_domain)
     assert names_of(suite, first) == {
-        "ingress": [HOST],
-        "providerhosts": [HOST],
+        "ingress": sorted([HOST, made_first]),
+        "providerhosts": sorted([HOST, made_first]),
         "leasedips": [ip_key],
     }
-    assert names_of(suite, second) == {"ingress": [], "providerhosts": [], "leasedips": []}
+    assert names_of(suite, second) == {
+        "ingress": [made_second],
+        "providerhosts": [made_second],
+        "leasedips": [],
+    }
     url = suite.gateway.url
 
     async def migrate(
@@ -193,6 +201,8 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
     assert (status, "does not declare x.test" in answer["message"]) == (400, True)
     status, answer = await migrate("hostname", {"hostnames_to_migrate": [], **to_second})
     assert (status, "hostnames_to_migrate" in answer["message"]) == (400, True)
+    status, answer = await migrate("hostname", {"hostnames_to_migrate": [made_first], **to_second})
+    assert (status, f"does not declare {made_first}" in answer["message"]) == (400, True)
 
     status, answer = await migrate("hostname", {"hostnames_to_migrate": [HOST], **to_second})
     assert (status, answer) == (200, {"transferred": [HOST]})
@@ -200,10 +210,10 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
         lambda: _names(suite, second),
         timeout_s=60,
         what="the hostname routed to the second lease",
-        until=lambda n: n["ingress"] == [HOST] and n["providerhosts"] == [HOST],
+        until=lambda n: n["ingress"] == n["providerhosts"] == sorted([HOST, made_second]),
     )
     moved_away = names_of(suite, first)
-    assert (moved_away["ingress"], moved_away["providerhosts"]) == ([], [])
+    assert (moved_away["ingress"], moved_away["providerhosts"]) == ([made_first], [made_first])
     assert moved_away["leasedips"] == [ip_key]  # only what was asked moves
 
     status, answer = await migrate("endpoint", {"endpoints_to_migrate": ["myip"], **to_second})

@@ -2,7 +2,8 @@
 inventory, hostname and IP operators) on a cluster the provider has never run on (nodes
 carry only what GPU feature discovery and the device plugin set): the cluster takes its
 inventory from the inventory operator, which labels the nodes, so bids follow the GPUs it
-found; the cluster declares ProviderHosts and ProviderLeasedIPs and leaves the Ingresses and
+found; the cluster declares ProviderHosts (the accepted hostnames and, with static ingress
+hosts, each HTTP service's generated one) and ProviderLeasedIPs and leaves the Ingresses and
 LoadBalancer Services to the operators; the leased-IP capacity the bid engine is offered
 comes from the IP operator's pool.
 """
@@ -25,6 +26,7 @@ from akservice.testing import eventually, http_status
 from aktypes.events import BidDeclined, ClusterStatus
 from aktypes.events.streams import BIDENGINE_EVENTS
 from aktypes.ids import LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
 
@@ -162,17 +164,33 @@ async def test_hostnames_and_a_leased_ip_are_routed_by_the_operators_and_torn_do
     shape = parse_sdl(SDL_TEXT)
     first = await deployed(suite, tenant, certificate, shape)
     ns = lease_namespace(first)
+    generated = ingress_host(first, "web", suite.ingress_domain)  # static ingress hosts
     made = await eventually(
         lambda: _routed(suite),
         timeout_s=30,
-        what="two Ingresses and two LoadBalancer ports",
-        until=lambda r: len(r["ingresses"]) == 2 and len(r["balancers"]) == 1,
+        what="three Ingresses and a LoadBalancer port",
+        until=lambda r: len(r["ingresses"]) == 3 and len(r["balancers"]) == 1,
     )
-    assert set(made["ingresses"]) == {f"{ns}/shop.operators.test", f"{ns}/www.operators.test"}
-    shop = made["ingresses"][f"{ns}/shop.operators.test"]
-    assert shop["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "akash-hostname-operator"
-    assert shop["metadata"]["annotations"][f"{NGINX}/proxy-read-timeout"] == "3"
-    assert shop["metadata"]["annotations"][f"{NGINX}/proxy-body-size"] == "4194304"
+    assert set(made["ingresses"]) == {
+        f"{ns}/shop.operators.test",
+        f"{ns}/www.operators.test",
+        f"{ns}/{generated}",
+    }
+    for host in ("shop.operators.test", generated):
+        ingress = made["ingresses"][f"{ns}/{host}"]
+        labels, annotations = ingress["metadata"]["labels"], ingress["metadata"]["annotations"]
+        assert labels["app.kubernetes.io/managed-by"] == "akash-hostname-operator"
+        assert annotations[f"{NGINX}/proxy-read-timeout"] == "3"
+        assert annotations[f"{NGINX}/proxy-body-size"] == "4194304"
+        backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]
+        assert backend == {"service": {"name": "web", "port": {"number": 80}}}
+    status, body = await tenant.lease_status(
+        first.dseq, first.gseq, first.oseq, suite.gateway.url, certificate
+    )
+    assert status == 200, body
+    assert sorted(body["services"]["web"]["uris"]) == sorted(
+        ["shop.operators.test", "www.operators.test", generated]
+    )
     [balancer] = made["balancers"].values()
     assert balancer["metadata"]["namespace"] == ns
     assert balancer["metadata"]["name"] == "web-ip-5432-tcp"
@@ -206,6 +224,8 @@ async def test_hostnames_and_a_leased_ip_are_routed_by_the_operators_and_torn_do
         ),
     )
     assert f"{ns}/www.operators.test" in after["ingresses"]
+    assert f"{moved_to}/{ingress_host(second, 'web', suite.ingress_domain)}" in after["ingresses"]
+    assert f"{ns}/{generated}" in after["ingresses"]  # a generated hostname stays its lease's
 
     # both leases close: every Ingress and LoadBalancer Service goes with them
     for lease in (first, second):

@@ -3,7 +3,9 @@ certificate on chain, the manifest over mTLS, the lease's status, the close.
 
 Every process is real (devnet, Redis, relay, kubesim, cluster, bid engine, manifest,
 gateway); what runs is read from kubesim with the official client, the reservations from
-the cluster's retained status.
+the cluster's retained status. The provider runs with static ingress hosts (the harness's
+default), so every HTTP service also has Go's generated hostname; without them, an HTTP
+expose without a hostname is refused.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from akcli.testing import (
     Provider,
     certified,
     flow,
+    lease_status,
     leased,
     sdl,
     sdl_text,
 )
-from akdevnet.tenant import DEFAULT_DEPOSIT, ClientCertificate
+from akdevnet.tenant import DEFAULT_DEPOSIT, ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.events import ClusterStatus
-from aktypes.ids import DeploymentID
+from aktypes.ids import DeploymentID, LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
 
@@ -86,6 +90,36 @@ def kube(provider: Provider) -> Any:
     return kubernetes.client.CoreV1Api(client)
 
 
+def ingresses(provider: Provider, namespace: str | None = None) -> list[Any]:
+    """The Ingresses on kubesim (of one namespace, or all)."""
+    client = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(provider.kubesim.kubeconfig)
+    )
+    api = kubernetes.client.NetworkingV1Api(client)
+    if namespace is None:
+        return list(api.list_ingress_for_all_namespaces().items)
+    return list(api.list_namespaced_ingress(namespace).items)
+
+
+def ingress_routes(provider: Provider, lease: LeaseID) -> set[tuple[str, str]]:
+    """(host, Service) of every rule of the lease's Ingresses."""
+    return {
+        (rule.host, path.backend.service.name)
+        for ingress in ingresses(provider, lease_namespace(lease))
+        for rule in ingress.spec.rules
+        for path in rule.http.paths
+    }
+
+
+async def uris_of(
+    provider: Provider, tenant: Tenant, lease: LeaseID, certificate: ClientCertificate
+) -> dict[str, set[str]]:
+    """Each service's URIs, from the tenant's lease status through the gateway."""
+    status, body = await lease_status(provider, tenant, lease, certificate)
+    assert status == 200, body
+    return {name: set(service["uris"] or ()) for name, service in body["services"].items()}
+
+
 def lease_namespaces(provider: Provider) -> set[str]:
     """The lease namespaces that exist on kubesim."""
     listed = kube(provider).list_namespace(label_selector="akash.network=true")
@@ -109,17 +143,34 @@ async def test_twenty_shapes_go_from_sdl_to_running_to_gone(
     results = await asyncio.gather(*(one(name, shape) for name, shape in shapes))
     assert len(results) == 20
     assert len(results[-1]["leases"]) == 2  # one lease per placement group
+    generated: set[str] = set()
     for result in results:
         shape: SDL = result["shape"]
         for lease, body in result["reports"].items():
             group = next(
                 g for g in shape.manifest.groups if g.name == shape.groups[lease.gseq - 1].name
             )
+            hosts = {}  # what each service is reached by: its hostnames and Go's generated one
             for service in group.services or ():
-                hosts = [h for e in service.expose or () for h in e.hosts or ()]
+                hosts[service.name] = {
+                    h.lower() for e in service.expose or () for h in e.hosts or ()
+                }
+                if any(e.is_ingress for e in service.expose or ()):
+                    made = ingress_host(lease, service.name, provider.ingress_domain)
+                    hosts[service.name].add(made)
+                    generated.add(made)
+            uris = await eventually(  # running may be reported before the Ingresses are made
+                lambda lease=lease: uris_of(provider, tenant, lease, certificate),
+                timeout_s=30,
+                what=f"{result['name']}: the URIs of {lease}",
+                until=lambda found, hosts=hosts: found == hosts,
+            )
+            assert uris == hosts, result["name"]
+            routed = ingress_routes(provider, lease)
+            for service in group.services or ():
+                assert {h for h, s in routed if s == service.name} == hosts[service.name]
                 reported = body["services"][service.name]
                 assert reported["total"] == service.count, result["name"]
-                assert set(reported["uris"] or []) >= {h.lower() for h in hosts}, result["name"]
                 node_ports = [e for e in service.expose or () if e.global_ and not e.is_ingress]
                 forwarded = body["forwarded_ports"].get(service.name, [])
                 assert (
@@ -140,6 +191,9 @@ async def test_twenty_shapes_go_from_sdl_to_running_to_gone(
         what="every namespace gone",
         until=lambda n: not n,
     )
+    assert generated
+    assert not generated & set(await bus.backend.hgetall("akcluster:hostnames"))  # released
+    assert not generated & {i.spec.rules[0].host for i in ingresses(provider)}
 
     async def reservations() -> tuple[int, int]:
         envelope = await bus.status("cluster")
@@ -155,12 +209,14 @@ async def test_twenty_shapes_go_from_sdl_to_running_to_gone(
 async def test_bad_manifests_get_akash_status_codes_and_deploy_nothing(
     provider: Provider, chain: DevnetClients, corpus: Callable[[str], SDL]
 ) -> None:
+    provider.ingress_domain = ""  # no static ingress hosts (Akash's default)
     provider.start()
     tenant, other = chain.tenant("tenant-1"), chain.tenant("tenant-2")
     certificate = await certified(tenant, provider)
     other_certificate = await certified(other, provider)
     url = provider.gateway.url
-    web = sdl(cpu=0.5)
+    web = parse_sdl(sdl_text(cpu=0.5).replace("as: 80\n", "as: 80\n        accept: [web.test]\n"))
+    assert web.manifest.groups[0].services[0].expose[0].hosts == ["web.test"]
     [lease] = await leased(provider, tenant, web)
 
     async def put(
@@ -209,6 +265,15 @@ async def test_bad_manifests_get_akash_status_codes_and_deploy_nothing(
     status, answer = await put(body_of(big), crossed.dseq)
     assert status == 422, answer
     assert "cpu" in answer["message"].lower()
+
+    # an HTTP expose without a hostname, and the provider generates none: Go's refusal
+    hostless = sdl(cpu=0.6)
+    [bare] = await leased(provider, tenant, hostless)
+    status, answer = await put(body_of(hostless), bare.dseq)
+    assert status == 422, answer
+    assert answer["message"].startswith(
+        'manifest rejected: service "web" exposed on 80:TCP must have a hostname'
+    )
 
     await asyncio.sleep(2)  # anything wrongly accepted would be deploying by now
     assert lease_namespaces(provider) == set()

@@ -190,6 +190,7 @@ def test_run_starts_the_suite_which_bids_and_stops_on_ctrl_c(
     assert "XRANGE akash.provider.bidengine.events" in output
     assert output.rstrip().endswith("stopping…"), output[-2000:]
     assert "/v1/inventory" in output and "/v1/pool" in output
+    assert '"uris": ["<26 characters>.ingress.localhost"]' in output  # generated hostnames
     for log in ("bidengine", "cluster-0", "relay", "inventory-operator", "hostname-operator"):
         assert '"stopped"' in (tmp_path / "logs" / f"{log}.log").read_text()
     cluster = (tmp_path / "logs" / "cluster-0.log").read_text()

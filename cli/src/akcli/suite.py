@@ -5,9 +5,10 @@ simulated Kubernetes cluster) with the inventory, hostname and IP operators, the
 relay, the cluster service (``kube`` backend on kubesim, its inventory from the inventory
 operator), the bid engine, manifest, balance and gateway services, and simulated tenants
 deploying SDLs from Akash's template library. Everything lives under ``.akash-provider/``
-(logs in ``.akash-provider/logs``). It prints where everything is and how to watch the
-streams, and stops it all on Ctrl-C; if a process dies it says which, shows the end of its
-log, and stops the rest.
+(logs in ``.akash-provider/logs``). HTTP services get generated hostnames under
+``ingress.localhost`` (static ingress hosts), so every tenant's lease status has URIs. It
+prints where everything is and how to watch the streams, and stops it all on Ctrl-C; if a
+process dies it says which, shows the end of its log, and stops the rest.
 """
 
 from __future__ import annotations
@@ -155,9 +156,11 @@ Watch a simulated tenant's deployment reach Running:
 
 Your own deployment, as a tenant through the gateway:
   uv run python -m akdevnet tenant cert --home {home}
-  uv run python -m akdevnet tenant deploy {TEMPLATES}/ghost.yaml --home {home}     (prints DSEQ)
+  uv run python -m akdevnet tenant deploy {TEMPLATES}/tetris.yaml --home {home}     (prints DSEQ)
   uv run python -m akdevnet tenant accept DSEQ --home {home}
-  uv run python -m akdevnet tenant send-manifest DSEQ --sdl {TEMPLATES}/ghost.yaml --home {home}
+  uv run python -m akdevnet tenant send-manifest DSEQ --sdl {TEMPLATES}/tetris.yaml --home {home}
   uv run python -m akdevnet tenant lease-status DSEQ --home {home}
+      (the HTTP service tetris accepts no hostname: its URI is generated,
+       "uris": ["<26 characters>.{provider.ingress_domain}"], routed by an Ingress on kubesim)
   uv run python -m akdevnet tenant token --home {home}     (a bearer token, not the certificate)
 """

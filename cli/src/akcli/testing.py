@@ -3,7 +3,8 @@
 ``Provider`` starts, on a devnet and a Redis of the test's own, kubesim running the nodes
 below, the chain relay, a cluster service (``kube`` backend on kubesim; or the ``null``
 backend on the same nodes), the bid engine, the manifest service and the gateway (its
-certificate generated and published on chain first), each as a subprocess;
+certificate generated and published on chain first), each as a subprocess; with static
+ingress hosts under ``ingress.localhost``, so every HTTP service gets a URI;
 tests read the chain (LCD), kubesim and the streams to see what they did.
 ``akash-provider run`` starts the same.
 :func:`frozen` pauses one of them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
@@ -62,6 +63,7 @@ SCALES = {
 }
 
 
+INGRESS_DOMAIN = "ingress.localhost"  # each HTTP service gets <26 characters>.ingress.localhost
 GATEWAY_KUBE_SETTINGS = ("AP_CLUSTER_BACKEND", "AP_KUBECONFIG")  # for logs, events, shell
 
 
@@ -88,12 +90,13 @@ class Provider:
     replicas: int = 1  # of the bid engine, manifest, balance and gateway (cluster: ``clusters``)
     operators: tuple[str, ...] = ()  # on kubesim: "inventory", "hostname", "ip"
     operator_env: dict[str, str] = field(default_factory=dict)
+    ingress_domain: str = INGRESS_DOMAIN  # generated hostnames' ("": none, HTTP needs hosts)
     processes: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *, clusters: int | None = None) -> Provider:
         inventory = self.tmp / "nodes.yaml"
         inventory.write_text(self.nodes)
-        cluster_env = dict(self.cluster_env)
+        cluster_env = {**self.ingress_env(), **self.cluster_env}
         if self.backend == "kube":
             kube = KubeSimProcess(self.tmp / "kubesim", None, "--nodes", str(inventory))
             self.processes["kubesim"] = kube
@@ -143,7 +146,7 @@ class Provider:
                 redis_url=self.redis_url,
                 api=self.devnet.lcd_url,
                 log_path=self.tmp / f"{name}.log",
-                extra_env={**self.manifest_env, "AP_INSTANCE_ID": str(i)},
+                extra_env={**self.ingress_env(), **self.manifest_env, "AP_INSTANCE_ID": str(i)},
             )
         for process in self.processes.values():
             process.start()
@@ -176,6 +179,14 @@ class Provider:
             self.processes[name] = gateway
             gateway.start()
         return self
+
+    def ingress_env(self) -> dict[str, str]:
+        """Static ingress hosts for the cluster (which makes them) and the manifest service
+        (which refuses HTTP exposes without hostnames when there are none)."""
+        return {
+            "AP_DEPLOYMENT_INGRESS_STATIC_HOSTS": "true" if self.ingress_domain else "false",
+            "AP_DEPLOYMENT_INGRESS_DOMAIN": self.ingress_domain,
+        }
 
     def _operators(self, kube: KubeSimProcess) -> dict[str, str]:
         """Start-up entries for the operators asked for; the cluster's settings for them."""

@@ -7,10 +7,12 @@ from akcluster.domain.leases import (
     blocked,
     claim_hostnames,
     hostname_refusals,
+    lease_hostnames,
     manifest_hostnames,
     service_names,
 )
 from aktypes.ids import LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.manifest.models import Group, Service, ServiceExpose
 from aktypes.testing import address
 
@@ -67,6 +69,21 @@ def test_same_tenant_hostnames_of_another_deployment_are_withheld() -> None:
 
 def test_manifest_hostnames_are_lowercased_and_unique() -> None:
     assert manifest_hostnames(group("A.com", "b.com", "a.COM")) == ["a.com", "b.com"]
+
+
+def test_static_hosts_add_each_http_services_generated_hostname() -> None:
+    lid, both = lease(1), group("A.com", names=("web", "api"))
+    internal = Service(
+        name="db",
+        image="postgres",
+        count=1,
+        expose=[ServiceExpose(port=5432, proto="TCP", global_=True)],  # not HTTP: no host
+    )
+    both = both.model_copy(update={"services": [*(both.services or ()), internal]})
+    assert lease_hostnames(lid, both) == ["a.com"]  # static hosts off
+    generated = [ingress_host(lid, name, "ingress.test") for name in ("web", "api")]
+    assert lease_hostnames(lid, both, "ingress.test") == ["a.com", *generated]
+    assert lease_hostnames(lease(2), both, "ingress.test")[1:] != generated  # the lease's own
 
 
 def test_a_new_manifest_redeploys_and_the_same_one_is_a_no_op() -> None:

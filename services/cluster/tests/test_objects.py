@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from decimal import Decimal
 from textwrap import dedent
 from typing import Any
@@ -568,6 +569,39 @@ def test_hostnames_are_lowercased() -> None:
     assert ingress["metadata"]["name"] == ingress["spec"]["rules"][0]["host"] == "llm.example.com"
     hosts = provider_host_objects(LEASE, group, settings=SETTINGS)
     assert "llm.example.com" in [h["metadata"]["name"] for h in hosts]
+
+
+def _generated(service: str, domain: str) -> str:
+    """Go's ``IngressHost`` worked out here: UUIDv5 (DNS) of lease ID + service, base32hex."""
+    uid = uuid.uuid5(uuid.NAMESPACE_DNS, f"{LEASE}{service}")
+    return base64.b32hexencode(uid.bytes).decode().rstrip("=").lower() + "." + domain
+
+
+def test_static_hosts_give_each_http_service_its_generated_host() -> None:
+    static = BuildSettings(ingress_domain="ingress.example.net")
+    web, gpu = _generated("web", "ingress.example.net"), _generated("gpu", "ingress.example.net")
+    objects = build(settings=static)
+    names = [o["metadata"]["name"] for o in objects if o["kind"] == "Ingress"]
+    assert sorted(names) == sorted(
+        [web, gpu, "www.example.com", "shop.example.com", "llm.example.com"]
+    )
+    rule = find(objects, "Ingress", web)["spec"]["rules"][0]
+    assert rule["host"] == web
+    assert rule["http"]["paths"][0]["backend"] == {
+        "service": {"name": "web", "port": {"number": 80}}
+    }
+    annotations = find(objects, "Ingress", web)["metadata"]["annotations"]
+    assert annotations == find(objects, "Ingress", "www.example.com")["metadata"]["annotations"]
+    hosts = {
+        h["metadata"]["name"]: h["spec"]
+        for h in provider_host_objects(LEASE, GROUP, settings=static)
+    }
+    assert hosts[gpu]["service_name"] == "gpu" and hosts[gpu]["hostname"] == gpu
+    assert hosts[gpu]["external_port"] == 80
+    assert web in hosts and "db" not in {h["service_name"] for h in hosts.values()}  # no HTTP
+    withheld = build(settings=static, withheld=[gpu])
+    assert gpu not in [o["metadata"]["name"] for o in withheld if o["kind"] == "Ingress"]
+    assert not [n for n in (o["metadata"]["name"] for o in build()) if n in (web, gpu)]  # off
 
 
 def _edited(change: Any) -> Group:

@@ -2,7 +2,8 @@
 
 At start the service compares every deployed lease's objects with what Kubernetes holds
 and deploys again only the leases whose objects changed or went missing while it was
-down; a lease whose objects all match is ready without a write.
+down; a lease whose objects all match is ready without a write. The service runs with
+static ingress hosts, so each lease also holds its generated hostname.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from akservice.testing import eventually
 from aktypes.events import ManifestReceived
 from aktypes.events.streams import MANIFEST_EVENTS
 from aktypes.ids import LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import parse_sdl
 from aktypes.testing import address
@@ -53,6 +55,7 @@ deployment:
   web:
     dc: {profile: web, count: 1}
 """
+DOMAIN = "ingress.example.net"
 LEASES = [LeaseID.parse(f"{address(21)}/{dseq}/1/1/{address(22)}") for dseq in (31, 32, 33, 34)]
 
 
@@ -68,7 +71,12 @@ def cluster(redis_url: str, kubesim_kubeconfig: Path, tmp_path: Path) -> Iterato
     process = ClusterProcess(
         redis_url=redis_url,
         log_path=tmp_path / "cluster.log",
-        extra_env={"AP_CLUSTER_BACKEND": "kube", "AP_KUBECONFIG": str(kubesim_kubeconfig)},
+        extra_env={
+            "AP_CLUSTER_BACKEND": "kube",
+            "AP_KUBECONFIG": str(kubesim_kubeconfig),
+            "AP_DEPLOYMENT_INGRESS_STATIC_HOSTS": "true",
+            "AP_DEPLOYMENT_INGRESS_DOMAIN": DOMAIN,
+        },
     )
     yield process
     process.stop()
@@ -115,6 +123,11 @@ def hostname(lease: LeaseID) -> str:
     return f"web-{lease.dseq}.example.com"
 
 
+def hosts_of(leases: list[LeaseID]) -> set[str]:
+    """The accepted and the generated hostname of each lease."""
+    return {h for lease in leases for h in (hostname(lease), ingress_host(lease, "web", DOMAIN))}
+
+
 def provider_hosts(api: ApiClient) -> set[str]:
     found = CustomObjectsApi(api).list_namespaced_custom_object(
         "akash.network", "v2beta2", "lease", "providerhosts"
@@ -134,7 +147,7 @@ async def test_objects_changed_or_deleted_while_down_are_repaired_and_only_those
     await bus.publish_many(MANIFEST_EVENTS, manifests)
     for lease in LEASES:
         await eventually(lambda lease=lease: deployed(bus, lease), what=f"{lease} deployed")
-    assert provider_hosts(api) == {hostname(lease) for lease in LEASES}
+    assert provider_hosts(api) == hosts_of(LEASES)
     cluster.kill()
     missing, changed, unhosted, untouched = LEASES
     await asyncio.to_thread(
@@ -175,7 +188,7 @@ async def test_objects_changed_or_deleted_while_down_are_repaired_and_only_those
     await eventually(repaired, what="the missing and the changed Deployment as the lease has them")
     for lease in LEASES:
         await eventually(lambda lease=lease: deployed(bus, lease), what=f"{lease} deployed")
-    assert provider_hosts(api) == {hostname(lease) for lease in LEASES}
+    assert provider_hosts(api) == hosts_of(LEASES)
     recovered = "provider_deployment_recovered_total"
     assert metric(cluster, recovered, 'result="reapplied"') == 3.0
     assert metric(cluster, recovered, 'result="unchanged"') == 1.0

@@ -82,7 +82,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: EmbeddedRedis)
         redis_url=url,
         api=devnet.lcd_url,
         log_path=tmp / "manifest.log",
-        extra_env={"AP_MANIFEST_TIMEOUT": "3s", "AP_MANIFEST_HOSTNAME_CHECK_TIMEOUT": "1s"},
+        extra_env={
+            "AP_MANIFEST_TIMEOUT": "3s",
+            "AP_MANIFEST_HOSTNAME_CHECK_TIMEOUT": "1s",
+            "AP_DEPLOYMENT_INGRESS_STATIC_HOSTS": "true",  # tetris' HTTP expose has no host
+        },
     )
     started: list[Any] = []
     try:

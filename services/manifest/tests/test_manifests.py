@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -287,6 +287,29 @@ async def test_hostnames_are_checked_with_the_cluster(
 
     harness.cluster.silent, harness.cluster.refuse = False, {}
     assert isinstance(await harness.submit(9, sdl.manifest), ManifestAccepted)
+
+
+async def test_without_static_hosts_an_http_expose_must_accept_a_hostname(
+    harness: Harness, corpus: Callable[[str], SDL]
+) -> None:
+    harness.manifests.policy = replace(harness.manifests.policy, http_needs_hosts=True)
+    sdl = corpus("Chatterbox.yaml")  # two HTTP services, neither with a hostname
+    [lease] = harness.deploy(sdl, 11)
+    reason = await harness.rejected(11, sdl.manifest, "hostname_not_allowed")
+    assert reason == (  # Go's words for each (manifest/manager.go), both listed
+        'manifest rejected: service "chatterbox-api" exposed on 80:TCP must have a hostname; '
+        'service "chatterbox-frontend" exposed on 80:TCP must have a hostname '
+        "(this provider generates no hostnames: accept one in the SDL)"
+    )
+    assert await harness.on(MANIFEST_EVENTS, ManifestReceived) == []  # nothing to deploy
+    assert harness.cluster.asked == []  # refused before the cluster is asked
+    ghost = corpus("ghost.yaml")  # its HTTP expose accepts a hostname
+    [lease] = harness.deploy(ghost, 12)
+    reply = await harness.submit(12, ghost.manifest)
+    assert isinstance(reply, ManifestAccepted) and reply.leases == [lease]
+    harness.manifests.policy = replace(harness.manifests.policy, http_needs_hosts=False)
+    reply = await harness.submit(11, sdl.manifest)  # static hosts: the cluster names them
+    assert isinstance(reply, ManifestAccepted)
 
 
 async def test_an_update_keeps_its_services(harness: Harness, corpus: Callable[[str], SDL]) -> None:

@@ -18,10 +18,12 @@ from kubernetes import client, config
 from akcluster.domain.objects import manifest_object, provider_host_objects
 from akcluster.domain.objects.base import BuildSettings
 from akcluster.domain.objects.custom import crds
+from akoperators.domain.hosts import http_options, route_of
 from akoperators.testing import OperatorProcess
 from akservice.testing import eventually_sync
 from aktypes.ids import LeaseID
-from aktypes.manifest import Group
+from aktypes.ingress import ingress_host
+from aktypes.manifest import Group, HTTPOptions
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import parse_sdl
 from aktypes.testing import address
@@ -248,6 +250,20 @@ def test_two_hostnames_get_two_ingresses_that_move_with_a_migration_and_go_with_
     wait("no ProviderHost left", lambda: not names(cluster), operator, timeout=30)
     assert not {k for k in cluster.ingresses() if not k.endswith("taken.example.com")}
     assert "Traceback" not in operator.log()
+
+
+def test_a_generated_hostname_takes_the_proxy_settings_of_its_services_http_expose() -> None:
+    static = BuildSettings(ingress_domain="ingress.example.net")
+    first = lease(1, 10)
+    generated = ingress_host(first, "web", "ingress.example.net")
+    hosts = {h["metadata"]["name"]: h for h in provider_host_objects(first, WEB, settings=static)}
+    assert set(hosts) == {"shop.example.com", "www.example.com", generated}
+    route = route_of(hosts[generated]["spec"], generated)
+    manifest = manifest_object(first, WEB, "1", settings=static)
+    options = http_options(manifest, route)
+    assert options == http_options(manifest, route_of(hosts["shop.example.com"]["spec"], "shop"))
+    assert (options.read_timeout, options.max_body_size) == (1500, 2097152)
+    assert http_options(None, route) == HTTPOptions()  # no Manifest yet: Akash's defaults
 
 
 def test_an_invalid_hostname_is_reported_and_never_written(

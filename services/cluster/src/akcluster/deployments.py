@@ -11,7 +11,8 @@ The steps run in this process's worker, a few leases at a time, and each ends wi
 guarded write (the record, the next due time and the events it publishes, committed only
 if the record is still the one the step read — else merged with what changed meanwhile):
 
-- deploy: claim the hostnames and leased-IP endpoints (:mod:`akcluster.registry`), apply
+- deploy: claim the hostnames (with static ingress hosts, each HTTP service's generated
+  one too) and leased-IP endpoints (:mod:`akcluster.registry`), apply
   every object (the Manifest resource first, then the namespace and the workload:
   idempotent, so a repeated deploy writes nothing), remove what the group no longer has;
   then ``DeploymentApplied`` and, once, ``LeaseFundsMonitor(add)``;
@@ -57,6 +58,7 @@ from akcluster.domain.leases import (
     WORK_KEY,
     LeaseRecord,
     hostname_refusals,
+    lease_hostnames,
     lease_key,
     manifest_endpoints,
     manifest_hostnames,
@@ -523,16 +525,18 @@ class Deployments:
     async def _claim_names(
         self, record: LeaseRecord
     ) -> tuple[list[str], list[str], list[str], list[str]]:
-        """Claim the group's hostnames and endpoints: (hosts, withheld hosts, endpoints,
-        withheld endpoints). Raises :class:`Rejected` when a hostname is blocked or another
-        tenant's."""
+        """Claim the group's hostnames (generated ones too) and endpoints: (hosts, withheld
+        hosts, endpoints, withheld endpoints). Raises :class:`Rejected` when an accepted
+        hostname is blocked or another tenant's (a generated one another tenant took first
+        is withheld instead: the lease runs without it)."""
         lease_id = record.lease_id
-        wanted = manifest_hostnames(record.group)
+        declared = manifest_hostnames(record.group)
+        wanted = lease_hostnames(lease_id, record.group, self.build.ingress_domain)
         try:
             hosts, withheld = await self.hostnames.claim(
                 lease_id,
                 wanted,
-                lambda holders: hostname_refusals(lease_id, wanted, holders, self.blocked),
+                lambda holders: hostname_refusals(lease_id, declared, holders, self.blocked),
             )
         except Refused as exc:
             raise Rejected(str(exc)) from None
@@ -866,7 +870,7 @@ class Deployments:
         (``reapplied``), or queue its next step (``queued``: it is not deployed)."""
         if record.state != "deployed" or record.applied != record.version:
             return "queued"
-        if not names_kept(record, *names, self.blocked):
+        if not names_kept(record, *names, self.blocked, self.build.ingress_domain):
             return "reapplied"
         objects = self._objects(record, self._params(record, ledger))
         return "unchanged" if await scan.unchanged(objects) else "reapplied"

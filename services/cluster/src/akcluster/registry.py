@@ -20,6 +20,7 @@ from akcluster.domain.leases import (
     LeaseRecord,
     claim_hostnames,
     hostname_refusals,
+    lease_hostnames,
     manifest_endpoints,
     manifest_hostnames,
 )
@@ -74,14 +75,19 @@ class Holders:
 
 
 def names_kept(
-    record: LeaseRecord, hosts: Holders, endpoints: Holders, blocked: Iterable[str]
+    record: LeaseRecord,
+    hosts: Holders,
+    endpoints: Holders,
+    blocked: Iterable[str],
+    domain: str = "",
 ) -> bool:
     """Whether deploying the lease again would claim and withhold exactly the hostnames and
-    endpoints its record says it holds (recovery: nothing to change)."""
+    endpoints its record says it holds (recovery: nothing to change); ``domain``: of the
+    generated hostnames (static hosts)."""
     lease_id, owner = record.lease_id, record.lease_id.owner
-    wanted = manifest_hostnames(record.group)
-    if hostname_refusals(lease_id, wanted, hosts.holders, blocked):
+    if hostname_refusals(lease_id, manifest_hostnames(record.group), hosts.holders, blocked):
         return False
+    wanted = lease_hostnames(lease_id, record.group, domain)
     for held, want, claimed, withheld in (
         (hosts, wanted, record.hosts, record.withheld),
         (

@@ -321,6 +321,7 @@ def build_settings(settings: ClusterSettings) -> BuildSettings:
         network_policies=settings.deployment_network_policies_enabled,
         ingress_class=settings.deployment_ingress_class,
         ingresses=not settings.cluster_hostname_operator,
+        ingress_domain=settings.ingress_domain(),
         pull_secret=settings.docker_image_pull_secrets_name,
         manifest_namespace=settings.k8s_manifest_ns,
         runtime_class=settings.deployment_runtime_class,

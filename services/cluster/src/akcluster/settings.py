@@ -1,7 +1,10 @@
 """Cluster service settings.
 
 Akash's names where the Go provider has them (``AP_OVERCOMMIT_PCT_CPU``, ``…_MEM``,
-``…_STORAGE``); ``AP_CLUSTER_*`` for the rest. The process's own settings
+``…_STORAGE``, ``AP_DEPLOYMENT_INGRESS_STATIC_HOSTS``, ``AP_DEPLOYMENT_INGRESS_DOMAIN``);
+``AP_CLUSTER_*`` for the rest. The ingress domain is checked as Go checks it at start
+(``builder.ValidateSettings``: required with static hosts, Go's ``IsDomainName``), and also
+refused when no Ingress could carry the hostnames made from it. The process's own settings
 (``AP_CLUSTER_HEALTH_LISTEN``, ``AP_INSTANCE_ID``, logs), ``REDIS_*`` and ``AKBUS_*`` come
 from the service runtime (``python -m akcluster --help`` lists them all).
 """
@@ -12,11 +15,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akservice import Duration
 from aktypes.errors import InvalidQuantityError
+from aktypes.ingress import is_domain_name
 from aktypes.quantity import parse_bytes
 
 
@@ -32,6 +36,28 @@ def parse_pools(text: str) -> dict[str, int]:
         except InvalidQuantityError as exc:
             raise ValueError(f"{item!r}: {exc}") from exc
     return pools
+
+
+MAX_INGRESS_DOMAIN = 253 - 27  # a hostname has at most 253 characters; the label takes 26 + "."
+
+
+def checked_ingress_domain(domain: str, static_hosts: object) -> str:
+    """``domain`` if generated hostnames can be made from it; else ValueError saying why."""
+    if not static_hosts:
+        return domain
+    if not domain:
+        raise ValueError(
+            "empty ingress domain: AP_DEPLOYMENT_INGRESS_STATIC_HOSTS=true needs the domain "
+            "of the generated hostnames"
+        )
+    if not is_domain_name(domain):
+        raise ValueError(f"invalid domain name {domain!r}")
+    if "_" in domain or domain.endswith(".") or len(domain) > MAX_INGRESS_DOMAIN:
+        raise ValueError(
+            f"{domain!r} cannot end a hostname an Ingress routes (no '_', no final '.', at "
+            f"most {MAX_INGRESS_DOMAIN} characters)"
+        )
+    return domain
 
 
 class ClusterSettings(BaseSettings):
@@ -97,6 +123,16 @@ class ClusterSettings(BaseSettings):
     deployment_ingress_class: str = Field(
         default="akash-ingress-class", description="IngressClass of tenants' hostnames"
     )
+    deployment_ingress_static_hosts: bool = Field(
+        default=False,
+        description="give every HTTP service a generated hostname under "
+        "AP_DEPLOYMENT_INGRESS_DOMAIN (Akash's); off: HTTP services need accept hosts",
+    )
+    deployment_ingress_domain: str = Field(
+        default="",
+        validate_default=True,
+        description="domain of the generated hostnames (<26 characters>.<domain>)",
+    )
     cluster_hostname_operator: bool = Field(
         default=False,
         description="leave Ingresses to the hostname operator (it routes the ProviderHosts)",
@@ -135,6 +171,15 @@ class ClusterSettings(BaseSettings):
     def _pools(cls, value: str) -> str:
         parse_pools(value)
         return value
+
+    @field_validator("deployment_ingress_domain")
+    @classmethod
+    def _ingress_domain(cls, value: str, info: ValidationInfo) -> str:
+        return checked_ingress_domain(value, info.data.get("deployment_ingress_static_hosts"))
+
+    def ingress_domain(self) -> str:
+        """The domain of generated hostnames; empty when static hosts are off."""
+        return self.deployment_ingress_domain if self.deployment_ingress_static_hosts else ""
 
     def storage_pools(self) -> dict[str, int]:
         return parse_pools(self.cluster_storage)

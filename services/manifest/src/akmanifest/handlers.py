@@ -35,6 +35,7 @@ from akmanifest.domain.checks import (
     DEPLOYMENT_NOT_FOUND,
     Rejection,
     check_against_chain,
+    check_http_hosts,
     check_manifest,
     check_services_unchanged,
     hostname_rejection,
@@ -82,6 +83,7 @@ class Policy:
     provider: str
     manifest_timeout: float  # 0: no watchdogs
     hostname_check_timeout: float
+    http_needs_hosts: bool = False  # no static ingress hosts: HTTP exposes accept a hostname
 
 
 Leased = list[tuple[LeaseID, Group]]
@@ -154,6 +156,10 @@ class Manifests:
             if found is not None:
                 return found
         leased = leased_groups(manifest, facts)
+        if self.policy.http_needs_hosts:
+            found = check_http_hosts(leased)
+            if found is not None:
+                return found
         found = await self.check_hostnames(msg, leased)
         return found if found is not None else leased
 

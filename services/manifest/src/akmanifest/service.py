@@ -97,6 +97,7 @@ async def start(rt: Runtime[ManifestSettings]) -> None:
             provider=address,
             manifest_timeout=settings.manifest_timeout,
             hostname_check_timeout=settings.manifest_hostname_check_timeout,
+            http_needs_hosts=not settings.deployment_ingress_static_hosts,
         ),
     )
     commands = rt.subscriber(MANIFEST_COMMANDS, partition_key=deployment_of)

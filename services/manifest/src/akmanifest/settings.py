@@ -2,9 +2,12 @@
 
 ``AP_API`` and ``AP_PROVIDER_ADDRESS`` mean what they mean for the bid engine (an empty
 address: the one the chain relay signs for, read from its status). The cache age is
-Akash's ``--cached-result-max-age`` under this service's name. The process's own settings
-(``AP_MANIFEST_HEALTH_LISTEN``, ``AP_INSTANCE_ID``, logs), ``REDIS_*`` and ``AKBUS_*`` come
-from the service runtime (``python -m akmanifest --help`` lists them all).
+Akash's ``--cached-result-max-age`` under this service's name. Without
+``AP_DEPLOYMENT_INGRESS_STATIC_HOSTS`` (the cluster's setting: then the cluster generates
+no hostnames) an HTTP expose that accepts no hostname is refused, as Akash refuses it. The
+process's own settings (``AP_MANIFEST_HEALTH_LISTEN``, ``AP_INSTANCE_ID``, logs),
+``REDIS_*`` and ``AKBUS_*`` come from the service runtime (``python -m akmanifest --help``
+lists them all).
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ class ManifestSettings(BaseSettings):
     )
     manifest_hostname_check_timeout: Duration = Field(
         default=10.0, gt=0, description="wait this long for the cluster to check hostnames"
+    )
+    deployment_ingress_static_hosts: bool = Field(
+        default=False,
+        description="the cluster generates hostnames; off: HTTP exposes must accept one",
     )
     manifest_status_interval: Duration = Field(
         default=5.0, gt=0, description="how often status is published"

@@ -17,6 +17,9 @@ survives restarts like the records do.
 Hostnames (Akash's hostname service): a blocked list (``.example.com`` blocks every
 subdomain), never a hostname another tenant holds, and a hostname held by another lease of
 the same tenant is *withheld* — not routed to this lease until it is released or moved.
+With static ingress hosts, each HTTP service also gets a generated hostname
+(:func:`aktypes.ingress.ingress_host`): held like the others, so no tenant can accept it in
+an SDL, but never blocked nor moved (it is the lease's own).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aktypes.ids import LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.manifest.models import Group
 
 LEASE_KEY_PREFIX = "akcluster:lease:"
@@ -94,6 +98,17 @@ def manifest_hostnames(group: Group) -> list[str]:
         for expose in service.expose or ():
             for host in expose.hosts or ():
                 seen.setdefault(host.lower(), None)
+    return list(seen)
+
+
+def lease_hostnames(lease_id: LeaseID, group: Group, domain: str = "") -> list[str]:
+    """Every hostname the lease routes: the group's accepted ones, then, with an ingress
+    domain (static hosts), the generated one of each service with an HTTP ingress expose."""
+    seen = dict.fromkeys(manifest_hostnames(group))
+    if domain:
+        for service in group.services or ():
+            if any(expose.is_ingress for expose in service.expose or ()):
+                seen.setdefault(ingress_host(lease_id, service.name, domain), None)
     return list(seen)
 
 

@@ -3,11 +3,13 @@
 Pure functions over the manifest, what the chain says of its deployment
 (:class:`DeploymentFacts`) and the manifest accepted before; the hostname check is the one
 that needs the cluster, so this module only says which hostnames to ask about per lease and
-words the answer. Codes (the gateway's HTTP status in brackets): ``invalid``,
-``version_mismatch``, ``cross_validation``, ``services_changed``, ``hostname_not_allowed``
-(422); ``deployment_not_found``, ``no_lease`` (404); ``chain_unavailable``,
-``cluster_unavailable`` (503). Every reason says what is wrong and where (group, service,
-expose), and lists every problem found, not only the first.
+words the answer. Without static ingress hosts an HTTP expose without hostnames is refused
+before the cluster is asked (``hostname_not_allowed``, Go's message). Codes (the gateway's
+HTTP status in brackets): ``invalid``, ``version_mismatch``, ``cross_validation``,
+``services_changed``, ``hostname_not_allowed`` (422); ``deployment_not_found``,
+``no_lease`` (404); ``chain_unavailable``, ``cluster_unavailable`` (503). Every reason says
+what is wrong and where (group, service, expose), and lists every problem found, not only
+the first.
 """
 
 from __future__ import annotations
@@ -167,6 +169,29 @@ def ingress_hostnames(group: Group) -> dict[str, list[str]]:
             for host in expose.hosts or ():
                 found.setdefault(host.lower(), []).append(where)
     return found
+
+
+def check_http_hosts(leased: Sequence[tuple[LeaseID, Group]]) -> Rejection | None:
+    """Without static ingress hosts (Akash's ``HTTPServicesRequireAtLeastOneHost``): every
+    HTTP ingress expose of a leased group accepts a hostname, else it would have no address.
+    Go's words (``manifest/manager.go``), every expose at fault listed."""
+    problems: dict[str, None] = {}
+    for _, group in leased:
+        for service in group.services or ():
+            for expose in service.expose or ():
+                if expose.is_ingress and not expose.hosts:
+                    problem = (
+                        f'service "{service.name}" exposed on '
+                        f"{expose.effective_external_port}:{expose.proto} must have a hostname"
+                    )
+                    problems.setdefault(problem, None)
+    if not problems:
+        return None
+    return Rejection(
+        HOSTNAME_NOT_ALLOWED,
+        f"manifest rejected: {_listed(list(problems))} (this provider generates no hostnames: "
+        "accept one in the SDL)",
+    )
 
 
 def hostname_rejection(

@@ -4,9 +4,11 @@ HTTPRoute) that routes one tenant hostname to one service port of one lease.
 As Akash's operator (``operator/hostname``): the object is named after the hostname and
 lives in the lease's namespace, class ``akash-ingress-class``, one rule ``/`` (Prefix) to
 ``<service>:<external port>``, with the expose's proxy settings as ingress-nginx
-annotations, read from the lease's ``Manifest`` resource. Fixes: hostnames are compared
-lowercased, an invalid hostname is refused with a reason instead of a failed write, and
-``proxy_buffer_size`` reaches nginx when the manifest has it.
+annotations, read from the lease's ``Manifest`` resource (a generated hostname, which no
+expose lists, takes the service's global expose on its port, as Akash finds every one).
+Fixes: hostnames are compared lowercased, an invalid hostname is refused with a reason
+instead of a failed write, and ``proxy_buffer_size`` reaches nginx when the manifest has
+it.
 """
 
 from __future__ import annotations
@@ -98,28 +100,37 @@ def route_of(spec: Mapping[str, Any], name: str) -> Route:
 
 
 def http_options(manifest: Mapping[str, Any] | None, route: Route) -> HTTPOptions:
-    """The proxy settings of the route's expose in the lease's Manifest resource (Akash's
-    defaults when the manifest or the expose is not found)."""
+    """The proxy settings of the route's expose in the lease's Manifest resource: the one
+    that accepts the hostname, else (a generated hostname) the service's global expose on
+    the route's port, as Akash's operator finds it; Akash's defaults when there is none."""
     services = (((manifest or {}).get("spec") or {}).get("group") or {}).get("services") or []
-    for service in services:
-        if service.get("name") != route.service:
-            continue
-        for expose in service.get("expose") or []:
-            hosts = [str(h).lower() for h in expose.get("hosts") or []]
-            if route.hostname in hosts:
-                opts = expose.get("http_options") or {}
-                return HTTPOptions.model_validate(
-                    {
-                        "maxBodySize": opts.get("max_body_size", 0),
-                        "readTimeout": opts.get("read_timeout", 0),
-                        "sendTimeout": opts.get("send_timeout", 0),
-                        "nextTries": opts.get("next_tries", 0),
-                        "nextTimeout": opts.get("next_timeout", 0),
-                        "nextCases": opts.get("next_cases"),
-                        "proxyBufferSize": opts.get("proxy_buffer_size", 0),
-                    }
-                )
-    return HTTPOptions()
+    service: Mapping[str, Any] = next((s for s in services if s.get("name") == route.service), {})
+    exposes = service.get("expose") or []
+    chosen = next(
+        (e for e in exposes if route.hostname in [str(h).lower() for h in e.get("hosts") or []]),
+        None,
+    ) or next(
+        (
+            e
+            for e in exposes
+            if e.get("global") and int(e.get("external_port") or e.get("port") or 0) == route.port
+        ),
+        None,
+    )
+    if chosen is None:
+        return HTTPOptions()
+    opts = chosen.get("http_options") or {}
+    return HTTPOptions.model_validate(
+        {
+            "maxBodySize": opts.get("max_body_size", 0),
+            "readTimeout": opts.get("read_timeout", 0),
+            "sendTimeout": opts.get("send_timeout", 0),
+            "nextTries": opts.get("next_tries", 0),
+            "nextTimeout": opts.get("next_timeout", 0),
+            "nextCases": opts.get("next_cases"),
+            "proxyBufferSize": opts.get("proxy_buffer_size", 0),
+        }
+    )
 
 
 def labels_of(route: Route, lease_labels: Mapping[str, str]) -> dict[str, str]:

@@ -55,6 +55,7 @@ class BuildSettings:
     network_policies: bool = True
     ingress_class: str = "akash-ingress-class"
     ingresses: bool = True  # False: the hostname operator makes them from the ProviderHosts
+    ingress_domain: str = ""  # static hosts: each HTTP service also gets <label>.<domain>
     pull_secret: str = ""
     manifest_namespace: str = "lease"
     runtime_class: str = ""

@@ -30,7 +30,8 @@ def provider_host_objects(
     settings: BuildSettings,
     withheld: Collection[str] = (),
 ) -> list[Obj]:
-    """A ProviderHost per accepted hostname (lowercased), except those ``withheld``."""
+    """A ProviderHost per routed hostname (lowercased: accepted or generated), except those
+    ``withheld``."""
     skip = {host.lower() for host in withheld}
     return [
         {
@@ -48,7 +49,7 @@ def provider_host_objects(
                 "external_port": expose.effective_external_port,
             },
         }
-        for host, (service, expose) in hostnames(group).items()
+        for host, (service, expose) in hostnames(lease_id, group, settings.ingress_domain).items()
         if host not in skip
     ]
 

@@ -11,7 +11,9 @@ Akash's rules (``builder/netpol.go``, ``builder/service.go``, ``operator/hostnam
   ports exposed inside the lease; the NodePort Service ``<svc>-np`` the other global ones.
   A port is named ``<expose index>-<external port>``.
 - One Ingress per accepted hostname, named after it, routing ``/`` to ``<svc>:80`` with the
-  expose's proxy settings as ingress-nginx annotations (timeouts in whole seconds).
+  expose's proxy settings as ingress-nginx annotations (timeouts in whole seconds); with
+  static ingress hosts (an ingress domain), one more per HTTP service for its generated
+  hostname (``manager.go``: ``<IngressHost>.<domain>``).
 
 Fixes of Akash's quirks: a port is deduplicated by external port *and* protocol (Go dropped
 a UDP port that shared its number with a TCP one), hostnames are lowercased, and an
@@ -36,6 +38,7 @@ from akcluster.domain.objects.base import (
 )
 from akcluster.domain.objects.workloads import read_permissions
 from aktypes.ids import LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.manifest import UDP, Group, Service, ServiceExpose
 from aktypes.manifest.nginx import ingress_annotations
 
@@ -231,12 +234,17 @@ def services(service: Service, lease_id: LeaseID, resource_version: str = "") ->
     return found
 
 
-def hostnames(group: Group) -> dict[str, tuple[Service, ServiceExpose]]:
-    """Accepted hostname (lowercased) → the service and HTTP expose it reaches."""
+def hostnames(
+    lease_id: LeaseID, group: Group, domain: str = ""
+) -> dict[str, tuple[Service, ServiceExpose]]:
+    """Routed hostname (lowercased) → the service and HTTP expose it reaches: the accepted
+    ones and, with an ingress ``domain``, each HTTP service's generated one."""
     found: dict[str, tuple[Service, ServiceExpose]] = {}
     for service in group.services or ():
         for expose in service.expose or ():
             if expose.is_ingress:
+                if domain:
+                    found[ingress_host(lease_id, service.name, domain)] = (service, expose)
                 for host in expose.hosts or ():
                     found[host.lower()] = (service, expose)
     return found
@@ -248,10 +256,10 @@ def ingresses(
     settings: BuildSettings,
     withheld: Collection[str] = (),
 ) -> list[Obj]:
-    """One Ingress per accepted hostname, except those ``withheld`` from this lease."""
+    """One Ingress per routed hostname, except those ``withheld`` from this lease."""
     skip = {host.lower() for host in withheld}
     found: list[Obj] = []
-    for host, (service, expose) in hostnames(group).items():
+    for host, (service, expose) in hostnames(lease_id, group, settings.ingress_domain).items():
         if host in skip:
             continue
         backend = {
