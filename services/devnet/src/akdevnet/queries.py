@@ -2,20 +2,33 @@
 
 A path is a gRPC method (``/cosmos.bank.v1beta1.Query/Balance``), the data its protobuf
 request, the value its protobuf response, encoded as the Go node's query services encode
-them. Failures read as a Cosmos node's do: the gRPC status (``rpc error: code = NotFound
-desc = …``) wrapped in the SDK error that baseapp maps it to (NotFound → ``sdk`` 38 key not
+them. Akash's queries (deployment, market, escrow, provider, audit, certificates, at the
+versions of :mod:`akchain.versions`) are the LCD's: the request's fields become the REST
+query (``filters.owner``, ``id.dseq``, ``pagination.key``…) and the LCD's JSON answer is
+encoded as the method's protobuf response.
+
+Failures read as a Cosmos node's do: the gRPC status (``rpc error: code = NotFound desc =
+…``) wrapped in the SDK error that baseapp maps it to (NotFound → ``sdk`` 38 key not
 found, InvalidArgument → ``sdk`` 18 invalid request, an unknown path → ``sdk`` 6).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.any_pb2 import Any as AnyPb
+from google.protobuf.json_format import MessageToDict, ParseError
 from google.protobuf.message import DecodeError, Message
 
+from akchain._pb.akash.audit.v1 import query_pb2 as audit_query
+from akchain._pb.akash.cert.v1 import query_pb2 as cert_query
+from akchain._pb.akash.deployment.v1beta4 import query_pb2 as deployment_query
+from akchain._pb.akash.escrow.v1 import query_pb2 as escrow_query
+from akchain._pb.akash.market.v1beta5 import query_pb2 as market_query
+from akchain._pb.akash.provider.v1beta4 import query_pb2 as provider_query
 from akchain._pb.cosmos.auth.v1beta1 import auth_pb2
 from akchain._pb.cosmos.auth.v1beta1 import query_pb2 as auth_query
 from akchain._pb.cosmos.bank.v1beta1 import query_pb2 as bank_query
@@ -25,12 +38,99 @@ from akchain._pb.cosmos.base.v1beta1 import coin_pb2
 from akchain._pb.cosmos.crypto.secp256k1 import keys_pb2
 from akchain._pb.cosmos.tx.v1beta1 import service_pb2
 from akchain._pb.tendermint.abci import types_pb2
+from akchain.versions import AUDIT, CERT, DEPLOYMENT, ESCROW, MARKET, PROVIDER
 from akdevnet.app import App
+from akdevnet.context import from_json
 from akdevnet.errors import TxFailure
+from akdevnet.lcd import LCDFailure, LCDServer
 from akdevnet.modules import bank
 from akdevnet.store import Doc
 from aktypes.address import is_address
 
+# method → (request, response, the LCD query answering it)
+AKASH_METHODS: dict[str, tuple[type[Message], type[Message], str]] = {
+    f"/akash.deployment.{DEPLOYMENT}.Query/Deployments": (
+        deployment_query.QueryDeploymentsRequest,
+        deployment_query.QueryDeploymentsResponse,
+        "deployments",
+    ),
+    f"/akash.deployment.{DEPLOYMENT}.Query/Deployment": (
+        deployment_query.QueryDeploymentRequest,
+        deployment_query.QueryDeploymentResponse,
+        "deployment",
+    ),
+    f"/akash.deployment.{DEPLOYMENT}.Query/Group": (
+        deployment_query.QueryGroupRequest,
+        deployment_query.QueryGroupResponse,
+        "group",
+    ),
+    f"/akash.market.{MARKET}.Query/Orders": (
+        market_query.QueryOrdersRequest,
+        market_query.QueryOrdersResponse,
+        "orders",
+    ),
+    f"/akash.market.{MARKET}.Query/Order": (
+        market_query.QueryOrderRequest,
+        market_query.QueryOrderResponse,
+        "order",
+    ),
+    f"/akash.market.{MARKET}.Query/Bids": (
+        market_query.QueryBidsRequest,
+        market_query.QueryBidsResponse,
+        "bids",
+    ),
+    f"/akash.market.{MARKET}.Query/Bid": (
+        market_query.QueryBidRequest,
+        market_query.QueryBidResponse,
+        "bid",
+    ),
+    f"/akash.market.{MARKET}.Query/Leases": (
+        market_query.QueryLeasesRequest,
+        market_query.QueryLeasesResponse,
+        "leases",
+    ),
+    f"/akash.market.{MARKET}.Query/Lease": (
+        market_query.QueryLeaseRequest,
+        market_query.QueryLeaseResponse,
+        "lease",
+    ),
+    f"/akash.escrow.{ESCROW}.Query/Accounts": (
+        escrow_query.QueryAccountsRequest,
+        escrow_query.QueryAccountsResponse,
+        "escrow_accounts",
+    ),
+    f"/akash.escrow.{ESCROW}.Query/Payments": (
+        escrow_query.QueryPaymentsRequest,
+        escrow_query.QueryPaymentsResponse,
+        "escrow_payments",
+    ),
+    f"/akash.provider.{PROVIDER}.Query/Providers": (
+        provider_query.QueryProvidersRequest,
+        provider_query.QueryProvidersResponse,
+        "providers",
+    ),
+    f"/akash.provider.{PROVIDER}.Query/Provider": (
+        provider_query.QueryProviderRequest,
+        provider_query.QueryProviderResponse,
+        "provider",
+    ),
+    f"/akash.audit.{AUDIT}.Query/ProviderAttributes": (
+        audit_query.QueryProviderAttributesRequest,
+        audit_query.QueryProvidersResponse,
+        "provider_attributes",
+    ),
+    f"/akash.audit.{AUDIT}.Query/ProviderAuditorAttributes": (
+        audit_query.QueryProviderAuditorRequest,
+        audit_query.QueryProvidersResponse,
+        "provider_auditor_attributes",
+    ),
+    f"/akash.cert.{CERT}.Query/Certificates": (
+        cert_query.QueryCertificatesRequest,
+        cert_query.QueryCertificatesResponse,
+        "certificates",
+    ),
+}
+GRPC_NOT_FOUND = 5
 KEY_NOT_FOUND = 38
 INVALID_REQUEST = 18
 UNKNOWN_REQUEST = 6
@@ -82,6 +182,28 @@ def account_any(doc: Doc) -> AnyPb:
     return AnyPb(type_url="/cosmos.auth.v1beta1.BaseAccount", value=account.SerializeToString())
 
 
+@dataclass(frozen=True)
+class _Fields:
+    """A gRPC request's fields as the LCD handlers read them (query string, path)."""
+
+    query: Mapping[str, str]
+
+    @property
+    def match_info(self) -> Mapping[str, str]:
+        return self.query
+
+
+def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"filters": {"owner": "a"}}`` as ``{"filters.owner": "a"}`` (the REST form)."""
+    flat: dict[str, str] = {}
+    for name, value in doc.items():
+        if isinstance(value, Mapping):
+            flat |= _flatten(value, f"{prefix}{name}.")
+        else:
+            flat[f"{prefix}{name}"] = value if isinstance(value, str) else str(value).lower()
+    return flat
+
+
 def _page(
     items: list[bytes], keys: list[bytes], page: pagination_pb2.PageRequest
 ) -> tuple[list[bytes], pagination_pb2.PageResponse]:
@@ -106,6 +228,7 @@ class QueryServices:
 
     def __init__(self, app: App) -> None:
         self.app = app
+        self.lcd = LCDServer(app)
         self.methods: dict[str, tuple[type[Message], Callable[[Message], Message]]] = {
             "/cosmos.auth.v1beta1.Query/Account": (
                 auth_query.QueryAccountRequest,
@@ -127,6 +250,8 @@ class QueryServices:
 
     def query(self, path: str, data: bytes) -> bytes:
         """The encoded response of method ``path`` to the encoded request ``data``."""
+        if path in AKASH_METHODS:
+            return self._akash(path, data)
         found = self.methods.get(path)
         if found is None:
             unknown = f"unknown query path: {path[:200]}: unknown request"
@@ -137,6 +262,23 @@ class QueryServices:
         except DecodeError as exc:
             raise _invalid(f"cannot decode {request_type.DESCRIPTOR.full_name}: {exc}") from exc
         return handler(request).SerializeToString()
+
+    def _akash(self, path: str, data: bytes) -> bytes:
+        request_type, response_type, handler = AKASH_METHODS[path]
+        try:
+            request = request_type.FromString(data)
+        except DecodeError as exc:
+            raise _invalid(f"cannot decode {request_type.DESCRIPTOR.full_name}: {exc}") from exc
+        fields = _flatten(MessageToDict(request, preserving_proto_field_name=True))
+        try:
+            answer = self.lcd.handlers[handler](_Fields(fields))
+        except LCDFailure as failure:
+            desc = failure.message.split(" desc = ", 1)[-1]
+            raise _not_found(desc) if failure.code == GRPC_NOT_FOUND else _invalid(desc) from None
+        try:
+            return from_json(answer, response_type()).SerializeToString()
+        except (ParseError, ValueError) as exc:
+            raise QueryFailure(1, f"cannot encode the answer: {exc}", "undefined") from exc
 
     # -- auth and bank --------------------------------------------------------------------
     def account(self, request: auth_query.QueryAccountRequest) -> auth_query.QueryAccountResponse:
