@@ -301,17 +301,20 @@ class RPCServer:
             "codespace": "",
         }
         if height not in (0, self.app.height):
-            return answer | {
-                "code": 26 if height > self.app.height else 18,
-                "codespace": "sdk",
-                "height": "0",
-                "log": (
-                    "cannot query with height in the future; please provide a valid height: "
-                    "invalid height"
-                    if height > self.app.height
-                    else f"the devnet keeps only its latest state, not height {height}: "
-                    "invalid request"
-                ),
+            return {
+                "response": answer
+                | {
+                    "code": 26 if height > self.app.height else 18,
+                    "codespace": "sdk",
+                    "height": "0",
+                    "log": (
+                        "cannot query with height in the future; please provide a valid height: "
+                        "invalid height"
+                        if height > self.app.height
+                        else f"the devnet keeps only its latest state, not height {height}: "
+                        "invalid request"
+                    ),
+                }
             }
         try:
             value = self.queries.query(path, request)
