@@ -137,13 +137,12 @@ UNKNOWN_REQUEST = 6
 DEFAULT_LIMIT = 100
 
 
-@dataclass(frozen=True)
 class QueryFailure(Exception):
     """An ABCI query's error answer."""
 
-    code: int
-    log: str
-    codespace: str = "sdk"
+    def __init__(self, code: int, log: str, codespace: str = "sdk") -> None:
+        self.code, self.log, self.codespace = code, log, codespace
+        super().__init__(log)
 
 
 def _not_found(what: str) -> QueryFailure:

@@ -300,23 +300,9 @@ class RPCServer:
             "height": str(self.app.height),
             "codespace": "",
         }
-        if height not in (0, self.app.height):
-            return {
-                "response": answer
-                | {
-                    "code": 26 if height > self.app.height else 18,
-                    "codespace": "sdk",
-                    "height": "0",
-                    "log": (
-                        "cannot query with height in the future; please provide a valid height: "
-                        "invalid height"
-                        if height > self.app.height
-                        else f"the devnet keeps only its latest state, not height {height}: "
-                        "invalid request"
-                    ),
-                }
-            }
         try:
+            if height not in (0, self.app.height):
+                raise self._past_or_future(height)
             value = self.queries.query(path, request)
         except QueryFailure as failure:
             return {
@@ -324,6 +310,18 @@ class RPCServer:
                 | {"code": failure.code, "codespace": failure.codespace, "log": failure.log}
             }
         return {"response": answer | {"value": base64.b64encode(value).decode()}}
+
+    def _past_or_future(self, height: int) -> QueryFailure:
+        """A query at another height than the latest: the devnet keeps no older state."""
+        if height > self.app.height:
+            return QueryFailure(
+                26,
+                "cannot query with height in the future; please provide a valid height: "
+                "invalid height",
+            )
+        return QueryFailure(
+            18, f"the devnet keeps only its latest state, not height {height}: invalid request"
+        )
 
     def _header(self, height: int, time: str, txs: list[str]) -> Doc:
         return self.chain.header(height, time, txs)
