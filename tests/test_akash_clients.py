@@ -213,7 +213,7 @@ def normal(value: Any, *, resource_bytes: bool = False) -> Any:
     return value
 
 
-async def test_akash_queries_through_abci_query_decode_with_chain_sdk_types(
+async def test_akash_queries_decode_with_chain_sdk_through_abci_query_and_grpc(
     akashjs: AkashJS,
     node: DevnetProcess,
     on_node: DevnetClients,
@@ -313,3 +313,34 @@ async def test_akash_queries_through_abci_query_decode_with_chain_sdk_types(
         "error": "Query failed with (38): rpc error: code = NotFound desc = "
         "deployment not found: key not found"
     }
+
+    # chain-sdk's chain client reads the same over gRPC
+    calls = [
+        {
+            "service": f"akash.{service}",
+            "method": f"get{method}",
+            "module": module,
+            "response": response,
+            "input": fields,
+        }
+        for module, service, method, _, response, fields, _, _ in cases
+    ]
+    calls.append(calls[1] | {"input": {"id": missing}})
+    calls.append(
+        {
+            "service": "cosmos.bank.v1beta1",
+            "method": "getBalance",
+            "module": "cosmos.v1beta1",
+            "response": "QueryBalanceResponse",
+            "input": {"address": owner, "denom": "uact"},
+        }
+    )
+    read = akashjs.run("chain-sdk-query.mjs", {"grpc": node.grpc_url, "calls": calls})
+    for (*_, method, _, _, _, path, params), answer in zip(cases, read, strict=False):
+        assert "response" in answer, (method, answer)
+        lcd = await on_node.lcd.get(path, params)
+        assert normal(answer["response"], resource_bytes=True) == normal(lcd), method
+    assert read[-2]["code"] == 5  # NotFound
+    assert read[-2]["error"].endswith("deployment not found")
+    uact = await on_node.lcd.balance(owner, "uact")
+    assert read[-1] == {"response": {"balance": {"denom": "uact", "amount": str(uact)}}}

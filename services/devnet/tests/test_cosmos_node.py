@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -473,3 +474,36 @@ async def test_the_rest_transaction_service_refuses_bad_input_with_4xx(
     got, answer = await lcd(on_node, method, path, body)
     assert got == status, answer
     assert said in answer["message"]
+
+
+# -- gRPC ----------------------------------------------------------------------------------
+async def test_grpc_answers_the_same_bytes_as_abci_query_and_grpc_statuses(
+    on_node: DevnetClients,
+) -> None:
+    tenant = on_node.devnet.signer("tenant-2").address
+    balance = bank_query.QueryBalanceRequest(address=tenant, denom="uakt").SerializeToString()
+    target = on_node.devnet.grpc_url.removeprefix("http://")
+    async with grpc.aio.insecure_channel(target) as channel:
+
+        async def call(path: str, request: bytes) -> bytes:
+            method = channel.unary_unary(path)
+            return await method(request, timeout=10)  # type: ignore[no-any-return]
+
+        over_grpc = await call("/cosmos.bank.v1beta1.Query/Balance", balance)
+        over_abci = await abci(on_node, "/cosmos.bank.v1beta1.Query/Balance", balance)
+        assert over_grpc == base64.b64decode(over_abci["value"])
+
+        missing = bank_query.QueryBalanceRequest(address=Signer.generate().address)
+        expected = [
+            ("/cosmos.auth.v1beta1.Query/Account", missing.SerializeToString(), "NOT_FOUND"),
+            ("/cosmos.bank.v1beta1.Query/Balance", b"\x0a\x03abc", "INVALID_ARGUMENT"),
+            ("/cosmos.bank.v1beta1.Query/Balance", b"\xff\xff", "INVALID_ARGUMENT"),
+            ("/cosmos.staking.v1beta1.Query/Validators", b"", "UNIMPLEMENTED"),
+            ("/cosmos.tx.v1beta1.Service/Simulate", b"\x12\x01\x00", "UNKNOWN"),
+        ]
+        for path, request, status in expected:
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await call(path, request)
+            assert failed.value.code().name == status, (path, failed.value.details())
+            assert failed.value.details()
+    assert on_node.devnet.height() > 0  # still serving

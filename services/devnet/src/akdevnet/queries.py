@@ -138,20 +138,38 @@ DEFAULT_LIMIT = 100
 
 
 class QueryFailure(Exception):
-    """An ABCI query's error answer."""
+    """A query's error: the ABCI answer (``code``, ``log``, ``codespace``) and the gRPC
+    status (``status``, ``detail``) it comes from."""
 
-    def __init__(self, code: int, log: str, codespace: str = "sdk") -> None:
+    def __init__(
+        self,
+        code: int,
+        log: str,
+        codespace: str = "sdk",
+        *,
+        status: str = "Unknown",
+        detail: str = "",
+    ) -> None:
         self.code, self.log, self.codespace = code, log, codespace
+        self.status, self.detail = status, detail or log
         super().__init__(log)
 
 
 def _not_found(what: str) -> QueryFailure:
-    return QueryFailure(KEY_NOT_FOUND, f"rpc error: code = NotFound desc = {what}: key not found")
+    return QueryFailure(
+        KEY_NOT_FOUND,
+        f"rpc error: code = NotFound desc = {what}: key not found",
+        status="NotFound",
+        detail=what,
+    )
 
 
 def _invalid(what: str) -> QueryFailure:
     return QueryFailure(
-        INVALID_REQUEST, f"rpc error: code = InvalidArgument desc = {what}: invalid request"
+        INVALID_REQUEST,
+        f"rpc error: code = InvalidArgument desc = {what}: invalid request",
+        status="InvalidArgument",
+        detail=what,
     )
 
 
@@ -247,6 +265,9 @@ class QueryServices:
             ),
         }
 
+    def serves(self, path: str) -> bool:
+        return path in AKASH_METHODS or path in self.methods
+
     def query(self, path: str, data: bytes) -> bytes:
         """The encoded response of method ``path`` to the encoded request ``data``."""
         if path in AKASH_METHODS:
@@ -254,7 +275,7 @@ class QueryServices:
         found = self.methods.get(path)
         if found is None:
             unknown = f"unknown query path: {path[:200]}: unknown request"
-            raise QueryFailure(UNKNOWN_REQUEST, unknown)
+            raise QueryFailure(UNKNOWN_REQUEST, unknown, status="Unimplemented")
         request_type, handler = found
         try:
             request = request_type.FromString(data)
@@ -321,10 +342,11 @@ class QueryServices:
         try:
             outcome = self.app.simulate(raw)
         except TxFailure as exc:
+            detail = f"{exc.log} With gas wanted: '0' and gas used: '0' "
             raise QueryFailure(
                 UNKNOWN_REQUEST,
-                f"rpc error: code = Unknown desc = {exc.log} With gas wanted: "
-                "'0' and gas used: '0' : unknown request",
+                f"rpc error: code = Unknown desc = {detail}: unknown request",
+                detail=detail,
             ) from exc
         return service_pb2.SimulateResponse(
             gas_info=abci_pb2.GasInfo(gas_wanted=0, gas_used=outcome["gas_used"]),
