@@ -56,18 +56,16 @@ async def test_cosmjs_reads_the_devnet_as_a_node(
         f"transfer.recipient='{recipient}'",
     ]
 
-    got = akashjs.run(
-        "cosmjs-query.mjs",
-        {
-            "rpc": node.rpc_url,
-            "address": sender.address,
-            "missingAddress": Signer.generate().address,
-            "denom": "uakt",
-            "height": sent.height,
-            "txHash": sent.hash,
-            "searches": searches,
-        },
-    )
+    payload = {
+        "rpc": node.rpc_url,
+        "address": sender.address,
+        "missingAddress": Signer.generate().address,
+        "denom": "uakt",
+        "height": sent.height,
+        "txHash": sent.hash,
+        "searches": searches,
+    }
+    got = akashjs.run("cosmjs-query.mjs", payload)
 
     status = await on_node.rpc.call("status")
     assert got["chainId"] == status["node_info"]["network"] == on_node.chain_id
@@ -116,6 +114,11 @@ async def test_cosmjs_reads_the_devnet_as_a_node(
         hashlib.sha256(base64.b64decode(t)).hexdigest().upper() for t in got["block"]["txs"]
     ]
     assert got["searches"] == [in_block, [sent.hash], [sent.hash]]
+
+    # the same over the websocket (cosmjs adds /websocket to a ws:// endpoint)
+    ws = akashjs.run("cosmjs-query.mjs", payload | {"rpc": node.rpc_url.replace("http", "ws", 1)})
+    assert ws["height"] >= got["height"]
+    assert ws | {"height": got["height"]} == got
 
 
 async def test_cosmjs_and_chain_sdk_sign_bank_sends_and_akash_messages(

@@ -1,5 +1,6 @@
-// cosmjs's read-only client (StargateClient.connect) against a CometBFT RPC endpoint: what a
-// wallet or Akash Console reads first. Answers every query with plain JSON (bigints as text).
+// cosmjs's read-only client (StargateClient.connect) against a CometBFT RPC endpoint (http:// or
+// ws://): what a wallet or Akash Console reads first. Answers every query with plain JSON (bigints
+// as text).
 import { readFileSync } from "node:fs";
 import { StargateClient } from "@cosmjs/stargate";
 
@@ -39,3 +40,4 @@ const answer = {
 };
 client.disconnect();
 console.log(JSON.stringify(answer, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
+process.exit(0); // cosmjs's websocket client reconnects after disconnect() and keeps Node alive
