@@ -364,9 +364,11 @@ async def test_broadcast_tx_commit_waits_for_the_block_and_async_does_not(
 
 # -- the Cosmos REST transaction service -------------------------------------------------------
 async def lcd(chain: DevnetClients, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """One REST call; a ``str`` body is sent as it is, anything else as JSON."""
+    data = {"data": body} if isinstance(body, str) else {"json": body}
     async with (
         aiohttp.ClientSession() as session,
-        session.request(method, chain.devnet.lcd_url + path, json=body) as response,
+        session.request(method, chain.devnet.lcd_url + path, **data) as response,
     ):
         return response.status, await response.json()
 
@@ -459,6 +461,9 @@ async def test_the_rest_transaction_service_broadcasts_finds_and_simulates(
             "broadcast mode",
         ),
         ("POST", "/cosmos/tx/v1beta1/txs", [1], 400, "JSON object"),
+        ("POST", "/cosmos/tx/v1beta1/txs", "[" * 20_000, 400, "nested too deeply"),
+        ("POST", "/cosmos/tx/v1beta1/simulate", '{"a":' * 20_000, 400, "nested too deeply"),
+        ("POST", "/cosmos/tx/v1beta1/simulate", "{x", 400, "not JSON"),
         ("POST", "/cosmos/tx/v1beta1/simulate", {"tx_bytes": "AA=="}, 400, "tx parse error"),
         ("GET", "/cosmos/tx/v1beta1/txs/" + "AB" * 32, None, 404, "tx not found"),
         ("GET", "/cosmos/tx/v1beta1/txs/xyz", None, 400, "64 hex digits"),

@@ -378,6 +378,8 @@ class LCDServer:
             body = await request.json()
         except ValueError as exc:
             raise _invalid(f"the body is not JSON: {exc}") from exc
+        except RecursionError:
+            raise _invalid("the body is not JSON: nested too deeply") from None
         if not isinstance(body, dict):
             raise _invalid("the body must be a JSON object with tx_bytes")
         encoded = body.get("tx_bytes")

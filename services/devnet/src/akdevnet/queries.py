@@ -246,22 +246,22 @@ class QueryServices:
     def __init__(self, app: App) -> None:
         self.app = app
         self.lcd = LCDServer(app)
-        self.methods: dict[str, tuple[type[Message], Callable[[Message], Message]]] = {
+        self.methods: dict[str, tuple[type[Message], Callable[[Any], Message]]] = {
             "/cosmos.auth.v1beta1.Query/Account": (
                 auth_query.QueryAccountRequest,
-                self.account,  # type: ignore[dict-item]
+                self.account,
             ),
             "/cosmos.bank.v1beta1.Query/Balance": (
                 bank_query.QueryBalanceRequest,
-                self.balance,  # type: ignore[dict-item]
+                self.balance,
             ),
             "/cosmos.bank.v1beta1.Query/AllBalances": (
                 bank_query.QueryAllBalancesRequest,
-                self.all_balances,  # type: ignore[dict-item]
+                self.all_balances,
             ),
             "/cosmos.tx.v1beta1.Service/Simulate": (
                 service_pb2.SimulateRequest,
-                self.simulate,  # type: ignore[dict-item]
+                self.simulate,
             ),
         }
 
