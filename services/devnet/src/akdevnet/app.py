@@ -1,4 +1,5 @@
-"""The chain itself: check transactions into the mempool, execute them in blocks, commit.
+"""The chain itself: check transactions into the mempool, execute them in blocks, commit;
+simulate one on the committed state for a gas estimate.
 
 Like a Cosmos SDK app behind CometBFT: ``check_tx`` runs the ante handler (signature,
 account sequence, fee) against the mempool's state so one account can queue several
