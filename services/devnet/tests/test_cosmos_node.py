@@ -26,6 +26,7 @@ from akchain.models import TxResult
 from akchain.rpc import RPCError
 from akchain.tx import pack
 from akchain.wallet import Wallet
+from akdevnet.consensus import header_hash
 from akdevnet.testing import DevnetClients, DevnetProcess
 from aktypes.coin import Coin
 
@@ -95,6 +96,34 @@ def precommit_sign_bytes(chain_id: str, height: int, block_id: dict[str, Any], t
     return varint(len(vote)) + vote
 
 
+def test_header_hash_matches_cometbfts_published_vector() -> None:
+    """``TestHeaderHash`` of CometBFT's ``types/block_test.go``."""
+
+    def tm(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest().upper()
+
+    names = (
+        "last_commit_hash",
+        "data_hash",
+        "validators_hash",
+        "next_validators_hash",
+        "consensus_hash",
+        "app_hash",
+        "last_results_hash",
+        "evidence_hash",
+    )
+    header = {
+        "version": {"block": "1", "app": "2"},
+        "chain_id": "chainId",
+        "height": "3",
+        "time": "2019-10-13T16:14:44Z",
+        "last_block_id": {"hash": "00" * 32, "parts": {"total": 6, "hash": "00" * 32}},
+        **{name: tm(name) for name in names},
+        "proposer_address": tm("proposer_address")[:40],
+    }
+    assert header_hash(header) == "F740121F553B5418C3EFBD343C2DBFE9E007BB67B0D020A0741374BAB65242A4"
+
+
 async def send_some(chain: DevnetClients, sender: str, amount: int = 11) -> tuple[TxResult, str]:
     wallet = chain.wallet(sender)
     recipient = Signer.generate().address
@@ -118,6 +147,8 @@ async def test_headers_carry_cometbft_hashes_that_check_out(on_node: DevnetClien
     block = await on_node.rpc.call("block", height=str(sent.height))
     after = await on_node.rpc.call("block", height=str(sent.height + 1))
     header, next_header = block["block"]["header"], after["block"]["header"]
+    assert block["block_id"]["hash"] == header_hash(header)  # the header's own hash
+    assert after["block_id"]["hash"] == header_hash(next_header)
     txs = [base64.b64decode(t) for t in block["block"]["data"]["txs"]]
     assert hashlib.sha256(txs[0]).hexdigest().upper() == sent.hash
     assert header["data_hash"] == merkle([hashlib.sha256(t).digest() for t in txs]).hex().upper()

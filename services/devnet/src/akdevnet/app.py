@@ -26,6 +26,7 @@ from akchain._pb.cosmos.base.abci.v1beta1 import abci_pb2
 from akchain.keys import address_of
 from akchain.msgs import MESSAGE_TYPES
 from akchain.tx import DecodedTx, TxDecodeError, decode_tx, tx_hash
+from akdevnet.consensus import Chain, header_hash
 from akdevnet.context import FEE_COLLECTOR, Ctx
 from akdevnet.errors import (
     INSUFFICIENT_FEE,
@@ -136,13 +137,16 @@ class App:
                 f"genesis says {genesis.chain_id!r}"
             )
         self.chain_id = genesis.chain_id
+        self.chain = Chain(db, genesis.chain_id)
         self.params = genesis.params
         self.height = db.height
         last = db.block(self.height)
         self.last_hash = last[1] if last else ""
         self.last_time = last[0] if last else genesis.genesis_time
         self.app_hash = (
-            base64.b64decode(last[3].get("app_hash") or "") if last else self._genesis_app_hash()
+            base64.b64decode(last[3].get("app_hash") or "")
+            if last
+            else self.chain.genesis_app_hash()
         )
         self.mempool: list[tuple[str, bytes]] = []
         self._seen: OrderedDict[str, None] = OrderedDict()
@@ -180,10 +184,6 @@ class App:
         self.db.commit(state)
         self.db.set_meta("genesis_app_hash", app_hash)
         self.db.set_meta("chain_id", genesis.chain_id)
-
-    def _genesis_app_hash(self) -> bytes:
-        stored = self.db.meta("genesis_app_hash")
-        return bytes.fromhex(stored) if stored else hashlib.sha256(b"").digest()
 
     def _ctx(self, store: Branch, height: int, moment: datetime) -> Ctx:
         return Ctx(
@@ -394,18 +394,13 @@ class App:
                 )
         time_text = now_rfc3339(moment)
         app_hash = hashlib.sha256(self.app_hash + _writes_digest(state)).digest()
-        block_hash = (
-            hashlib.sha256(
-                f"{height}|{time_text}|{self.last_hash}|{','.join(d for d, _ in queued)}".encode()
-            )
-            .hexdigest()
-            .upper()
-        )
+        txs = [base64.b64encode(raw).decode() for _, raw in queued]
+        block_hash = header_hash(self.chain.header(height, time_text, txs))
         record = BlockRecord(
             height=height,
             time=time_text,
             hash=block_hash,
-            txs=[base64.b64encode(raw).decode() for _, raw in queued],
+            txs=txs,
             results={
                 "height": str(height),
                 "txs_results": results,

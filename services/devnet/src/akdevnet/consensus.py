@@ -3,15 +3,17 @@
 The devnet has one validator and no consensus rounds, so some of this is computed the way
 CometBFT computes it and some is only well-formed:
 
-- real (CometBFT's own rules over the devnet's data): ``data_hash`` (RFC 6962 Merkle root of
-  the transactions' SHA-256), ``validators_hash``/``next_validators_hash`` (of the one
-  validator's ed25519 key and power), ``consensus_hash`` (of the block size and gas
-  limits), ``evidence_hash`` (no evidence), ``last_results_hash`` (of the previous block's
-  deterministic result fields), ``last_commit_hash`` (of the commit below), and each
-  commit's signature, an ed25519 signature of CometBFT's canonical precommit vote;
-- deterministic but not CometBFT's: the block hash (SHA-256 over height, time, previous
-  hash and transaction hashes, not the Merkle root of the header), the part set hash, and
-  the app hash (a chain of SHA-256 over each block's state writes, not an IAVL root).
+- real (CometBFT's own rules over the devnet's data): the block hash (the Merkle root of the
+  header's fields), ``data_hash`` (RFC 6962 Merkle root of the transactions' SHA-256),
+  ``validators_hash``/``next_validators_hash`` (of the one validator's ed25519 key and
+  power), ``consensus_hash`` (of the block size and gas limits), ``evidence_hash`` (no
+  evidence), ``last_results_hash`` (of the previous block's deterministic result fields),
+  ``last_commit_hash`` (of the commit below), and each commit's signature, an ed25519
+  signature of CometBFT's canonical precommit vote;
+- deterministic but not CometBFT's: the part set hash (of the block hash, not of the
+  block's encoded parts) and the app hash (a chain of SHA-256 over each block's state
+  writes, not an IAVL root). Blocks made before the devnet hashed headers keep their older
+  hash (SHA-256 over height, time, previous hash and transaction hashes).
 
 The validator's key is derived from the chain id, so a devnet's validator is the same
 across restarts and homes of the same chain.
@@ -112,6 +114,46 @@ def _result_bytes(result: Doc) -> bytes:
 
 def hex_upper(data: bytes) -> str:
     return data.hex().upper()
+
+
+def _block_id_bytes(block_id: Doc) -> bytes:
+    parts = block_id["parts"]
+    header = _uint(1, parts["total"]) + _bytes(2, bytes.fromhex(parts["hash"]))
+    # the part set header is not nullable: always encoded, even empty
+    return (
+        _bytes(1, bytes.fromhex(block_id["hash"]))
+        + _varint(2 << 3 | 2)
+        + _varint(len(header))
+        + header
+    )
+
+
+def header_hash(header: Doc) -> str:
+    """CometBFT's ``Header.Hash``: the Merkle root of the header's fields, each encoded alone
+    (strings, integers and bytes wrapped as protobuf ``*Value`` messages)."""
+    version = header["version"]
+    fields = [
+        _uint(1, int(version["block"])) + _uint(2, int(version["app"])),
+        _bytes(1, header["chain_id"].encode()),
+        _uint(1, int(header["height"])),
+        _timestamp(header["time"]),
+        _block_id_bytes(header["last_block_id"]),
+        *(
+            _bytes(1, bytes.fromhex(header[name]))
+            for name in (
+                "last_commit_hash",
+                "data_hash",
+                "validators_hash",
+                "next_validators_hash",
+                "consensus_hash",
+                "app_hash",
+                "last_results_hash",
+                "evidence_hash",
+                "proposer_address",
+            )
+        ),
+    ]
+    return hex_upper(merkle_root(fields))
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class RPCServer:
     def __init__(self, app: App, *, node_address: str = "") -> None:
         self.app = app
         self.node_address = node_address
-        self.chain = Chain(app.db, app.chain_id)
+        self.chain: Chain = app.chain
         self.queries = QueryServices(app)
         self._subscribers: dict[asyncio.Queue[Doc], tuple[Any, str]] = {}
         self._new_block = asyncio.Event()
