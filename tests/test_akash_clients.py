@@ -1,5 +1,8 @@
 """Akash's own client code (chain-sdk, cosmjs) against the provider and the devnet.
 
+- The devnet as a node Cosmos clients use: cosmjs's StargateClient reads it field by field,
+  cosmjs's SigningStargateClient and chain-sdk sign bank sends and Akash messages on it, and
+  Akash's queries decode with chain-sdk's types (abci_query and gRPC).
 - Our gRPC messages, field for field, against chain-sdk's generated ones: every message the
   gateway serves, fully populated, is read by chain-sdk and written back; what comes back
   must be what we sent (less our documented additions), with the same field names.
@@ -16,8 +19,11 @@ import asyncio
 import base64
 import datetime as dt
 import decimal
+import hashlib
+import math
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +36,19 @@ from google.protobuf.message import Message
 
 from akchain import msgs
 from akchain.convert import group_spec_pb, lease_id_pb
+from akchain.keys import Signer
 from akcli.akashjs import AkashJS
 from akcli.testing import Provider, certified, leased, running, whole_suite
-from akdevnet.testing import DevnetClients
+from akdevnet.testing import DevnetClients, DevnetProcess
 from akgateway._pb.akash.provider.lease.v1 import lease_pb2, lease_pb2_grpc
 from akgateway._pb.akash.provider.v1 import provider_pb2, provider_pb2_grpc
 from akgateway.domain.lease_rpc import manifest_pb
 from akservice.testing import eventually
-from aktypes.ids import LeaseID
+from aktypes.coin import Coin, Dec, DecCoin
+from aktypes.ids import BidID, LeaseID
+from aktypes.ingress import ingress_host
 from aktypes.namespace import lease_namespace
-from aktypes.sdl import parse_sdl
+from aktypes.sdl import SDL, parse_sdl
 
 CORPUS = Path(__file__).parents[1] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 SERVICES = (provider_pb2.DESCRIPTOR.services_by_name["ProviderRPC"],)
@@ -56,6 +65,328 @@ def test_the_pinned_client_packages_are_installed_and_run(akashjs: AkashJS) -> N
     assert answer["chainSdk"] == "1.0.0-alpha.25"
     assert answer["stargate"] == "0.39.0"
     assert set(answer["exports"]) >= {"createProviderSDK"}
+
+
+# -- the devnet as a node ---------------------------------------------------------------
+
+GAS_PRICE = "0.025uakt"
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevnetProcess]:
+    """One devnet for this module's client scripts; each test uses its own accounts."""
+    with DevnetProcess(Path(tmp_path_factory.mktemp("akash-clients")) / "devnet") as process:
+        yield process
+
+
+@pytest.fixture
+async def on_node(node: DevnetProcess) -> AsyncIterator[DevnetClients]:
+    async with node.clients() as clients:
+        yield clients
+
+
+async def test_cosmjs_reads_the_devnet_as_a_node(
+    akashjs: AkashJS, node: DevnetProcess, on_node: DevnetClients
+) -> None:
+    sender, recipient = on_node.wallet("tenant-2"), Signer.generate().address
+    sent = await sender.send(msgs.send(sender.address, recipient, [Coin(denom="uakt", amount=777)]))
+    searches: list[Any] = [
+        f"tx.height={sent.height}",
+        [{"key": "message.sender", "value": sender.address}],
+        f"transfer.recipient='{recipient}'",
+    ]
+
+    payload = {
+        "rpc": node.rpc_url,
+        "address": sender.address,
+        "missingAddress": Signer.generate().address,
+        "denom": "uakt",
+        "height": sent.height,
+        "txHash": sent.hash,
+        "searches": searches,
+    }
+    got = akashjs.run("cosmjs-query.mjs", payload)
+
+    status = await on_node.rpc.call("status")
+    assert got["chainId"] == status["node_info"]["network"] == on_node.chain_id
+    assert sent.height <= got["height"] <= node.height()
+    block = await on_node.rpc.call("block", height=str(sent.height))
+    assert got["block"]["id"] == block["block_id"]["hash"]
+    header = block["block"]["header"]
+    assert got["block"]["header"] == {
+        "version": header["version"],
+        "height": sent.height,
+        "chainId": header["chain_id"],
+        "time": header["time"],
+    }
+    assert got["block"]["txs"] == block["block"]["data"]["txs"]
+
+    account = (await on_node.lcd.get(f"/cosmos/auth/v1beta1/accounts/{sender.address}"))["account"]
+    assert got["account"] == {
+        "address": account["address"],
+        "pubkey": {"type": "tendermint/PubKeySecp256k1", "value": account["pub_key"]["key"]},
+        "accountNumber": account["account_number"],  # a bigint in cosmjs 0.39
+        "sequence": int(account["sequence"]),
+    }
+    assert got["missingAccount"] is None
+    balances = (await on_node.lcd.get(f"/cosmos/bank/v1beta1/balances/{sender.address}"))[
+        "balances"
+    ]
+    assert got["allBalances"] == balances
+    assert got["balance"] == next(b for b in balances if b["denom"] == "uakt")
+
+    found = await on_node.lcd.get(f"/cosmos/tx/v1beta1/txs/{sent.hash}")
+    response = found["tx_response"]
+    assert got["tx"]["hash"] == response["txhash"] == sent.hash
+    assert got["tx"]["height"] == int(response["height"]) == sent.height
+    assert got["tx"]["code"] == response["code"] == 0
+    assert got["tx"]["gasUsed"] == response["gas_used"]
+    assert got["tx"]["gasWanted"] == response["gas_wanted"]
+    assert got["tx"]["events"] == [e["type"] for e in response["events"]]
+    assert got["tx"]["msgResponses"] == ["/cosmos.bank.v1beta1.MsgSendResponse"]
+    committed = await on_node.rpc.call(
+        "tx", hash=base64.b64encode(bytes.fromhex(sent.hash)).decode()
+    )
+    assert got["tx"]["txBytes"] == committed["tx"]
+    assert got["missingTx"] is None
+
+    in_block = [
+        hashlib.sha256(base64.b64decode(t)).hexdigest().upper() for t in got["block"]["txs"]
+    ]
+    assert got["searches"] == [in_block, [sent.hash], [sent.hash]]
+
+    # the same over the websocket (cosmjs adds /websocket to a ws:// endpoint)
+    ws = akashjs.run("cosmjs-query.mjs", payload | {"rpc": node.rpc_url.replace("http", "ws", 1)})
+    assert ws["height"] >= got["height"]
+    assert ws | {"height": got["height"]} == got
+
+
+async def test_cosmjs_and_chain_sdk_sign_bank_sends_and_akash_messages(
+    akashjs: AkashJS, node: DevnetProcess, on_node: DevnetClients
+) -> None:
+    tenant = node.signer("tenant-1")
+    recipient = Signer.generate().address
+    before = await on_node.lcd.balance(tenant.address, "uakt")
+    mnemonic = tenant.reveal_mnemonic()
+    assert mnemonic
+
+    got = akashjs.run(
+        "cosmjs-sign.mjs",
+        {
+            "rpc": node.rpc_url,
+            "mnemonic": mnemonic,
+            "recipient": recipient,
+            "amount": {"denom": "uakt", "amount": "1234"},
+            "gasPrice": GAS_PRICE,
+            "fixedFee": {"amount": [{"denom": "uakt", "amount": "5000"}], "gas": "250000"},
+        },
+    )
+
+    assert got["address"] == tenant.address
+    fees = 0
+    txs = {}
+    for name in ("sendAuto", "certFixed", "sdkCert"):
+        delivered = got[name]
+        assert delivered["code"] == 0, delivered
+        found = (await on_node.lcd.get(f"/cosmos/tx/v1beta1/txs/{delivered['hash']}"))[
+            "tx_response"
+        ]
+        assert (int(found["height"]), found["code"]) == (delivered["height"], 0)
+        assert (found["gas_used"], found["gas_wanted"]) == (
+            delivered["gasUsed"],
+            delivered["gasWanted"],
+        )
+        txs[name] = found["tx"]
+        [fee] = found["tx"]["auth_info"]["fee"]["amount"]
+        fees += int(fee["amount"])
+
+    # fee "auto": cosmjs simulated the gas and priced 1.4 times as much
+    gas = math.ceil(got["simulated"] * 1.4)
+    assert txs["sendAuto"]["auth_info"]["fee"] == {
+        "amount": [{"denom": "uakt", "amount": str(math.ceil(gas * Decimal("0.025")))}],
+        "gas_limit": str(gas),
+    }
+    assert int(got["sendAuto"]["gasUsed"]) <= got["simulated"] <= gas
+    assert got["sendAuto"]["msgResponses"] == ["/cosmos.bank.v1beta1.MsgSendResponse"]
+    assert txs["certFixed"]["auth_info"]["fee"] == {
+        "amount": [{"denom": "uakt", "amount": "5000"}],
+        "gas_limit": "250000",
+    }
+    assert txs["certFixed"]["body"]["memo"] == "by cosmjs"
+    assert got["certFixed"]["msgResponses"] == ["/akash.cert.v1.MsgCreateCertificateResponse"]
+    assert got["sdkCert"]["msgResponses"] == ["/akash.cert.v1.MsgCreateCertificateResponse"]
+
+    assert await on_node.lcd.balance(recipient, "uakt") == 1234
+    assert await on_node.lcd.balance(tenant.address, "uakt") == before - 1234 - fees
+    listed = await on_node.lcd.get(
+        "/akash/cert/v1/certificates/list", {"filter.owner": tenant.address}
+    )
+    on_chain = {
+        base64.b64decode(c["certificate"]["cert"]).decode(): c["certificate"]["state"]
+        for c in listed["certificates"]
+    }
+    assert {pem: on_chain.get(pem) for pem in got["certs"]} == dict.fromkeys(got["certs"], "valid")
+
+
+# -- Akash's queries through abci_query ----------------------------------------------------
+
+ZERO: tuple[Any, ...] = (
+    *(None, "", "0", 0, False, [], {}),
+    *("invalid", "lease_closed_invalid", "SHARED_HTTP"),  # enums at 0
+)
+
+
+def normal(value: Any, *, resource_bytes: bool = False) -> Any:
+    """A JSON answer with its zero values dropped and its numbers in one form, so chain-sdk's
+    JSON (defaults omitted, LegacyDec trimmed, ``ResourceValue.val`` as base64 bytes) and
+    the LCD's compare field by field."""
+    if isinstance(value, dict):
+        out = {}
+        for key, raw in value.items():
+            if key == "val" and resource_bytes and isinstance(raw, str):
+                raw = base64.b64decode(raw).decode()  # noqa: PLW2901 - the bytes' text
+            item = normal(raw, resource_bytes=resource_bytes)
+            if not any(item == zero and type(item) is type(zero) for zero in ZERO):
+                out[key] = item
+        return out
+    if isinstance(value, list):
+        return [normal(item, resource_bytes=resource_bytes) for item in value]
+    if isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
+        return format(Decimal(value).normalize(), "f")
+    return value
+
+
+async def test_akash_queries_decode_with_chain_sdk_through_abci_query_and_grpc(
+    akashjs: AkashJS,
+    node: DevnetProcess,
+    on_node: DevnetClients,
+    corpus: Callable[[str], SDL],
+) -> None:
+    tenant, provider = on_node.tenant("tenant-3"), on_node.wallet("provider")
+    await tenant.create_certificate()
+    deployment = await tenant.deploy(corpus("tetris.yaml"))
+    bid = BidID(
+        owner=deployment.owner, dseq=deployment.dseq, gseq=1, oseq=1, provider=provider.address
+    )
+    await provider.send(
+        msgs.create_bid(
+            bid, DecCoin(denom="uact", amount=Dec("12.5")), Coin(denom="uakt", amount=500_000)
+        )
+    )
+    await tenant.accept(deployment.dseq, provider.address)
+    owner, dseq = deployment.owner, str(deployment.dseq)
+    auditor = node.signer("auditor").address
+    order = {"owner": owner, "dseq": dseq, "gseq": 1, "oseq": 1}
+    lease = order | {"provider": provider.address}
+
+    # (chain-sdk module, service, method, request, response, fields, LCD path, LCD params)
+    cases: list[tuple[str, str, str, str, str, dict[str, Any], str, dict[str, str]]] = [
+        ("akash.v1beta4", "deployment.v1beta4", "Deployments", "QueryDeploymentsRequest",
+         "QueryDeploymentsResponse", {"filters": {"owner": owner}},
+         "/akash/deployment/v1beta4/deployments/list", {"filters.owner": owner}),
+        ("akash.v1beta4", "deployment.v1beta4", "Deployment", "QueryDeploymentRequest",
+         "QueryDeploymentResponse", {"id": {"owner": owner, "dseq": dseq}},
+         "/akash/deployment/v1beta4/deployments/info", {"id.owner": owner, "id.dseq": dseq}),
+        ("akash.v1beta4", "deployment.v1beta4", "Group", "QueryGroupRequest",
+         "QueryGroupResponse", {"id": {"owner": owner, "dseq": dseq, "gseq": 1}},
+         "/akash/deployment/v1beta4/groups/info",
+         {"id.owner": owner, "id.dseq": dseq, "id.gseq": "1"}),
+        ("akash.v1beta5", "market.v1beta5", "Orders", "QueryOrdersRequest",
+         "QueryOrdersResponse", {"filters": {"owner": owner}},
+         "/akash/market/v1beta5/orders/list", {"filters.owner": owner}),
+        ("akash.v1beta5", "market.v1beta5", "Order", "QueryOrderRequest",
+         "QueryOrderResponse", {"id": order},
+         "/akash/market/v1beta5/orders/info", {f"id.{k}": str(v) for k, v in order.items()}),
+        ("akash.v1beta5", "market.v1beta5", "Bids", "QueryBidsRequest",
+         "QueryBidsResponse", {"filters": {"owner": owner, "dseq": dseq}},
+         "/akash/market/v1beta5/bids/list", {"filters.owner": owner, "filters.dseq": dseq}),
+        ("akash.v1beta5", "market.v1beta5", "Bid", "QueryBidRequest",
+         "QueryBidResponse", {"id": lease},
+         "/akash/market/v1beta5/bids/info", {f"id.{k}": str(v) for k, v in lease.items()}),
+        ("akash.v1beta5", "market.v1beta5", "Leases", "QueryLeasesRequest",
+         "QueryLeasesResponse", {"filters": {"owner": owner, "state": "active"}},
+         "/akash/market/v1beta5/leases/list", {"filters.owner": owner, "filters.state": "active"}),
+        ("akash.v1beta5", "market.v1beta5", "Lease", "QueryLeaseRequest",
+         "QueryLeaseResponse", {"id": lease},
+         "/akash/market/v1beta5/leases/info", {f"id.{k}": str(v) for k, v in lease.items()}),
+        ("akash.v1", "escrow.v1", "Accounts", "QueryAccountsRequest",
+         "QueryAccountsResponse", {"xid": f"{owner}/{dseq}"},
+         "/akash/escrow/v1/types/accounts", {"xid": f"{owner}/{dseq}"}),
+        ("akash.v1", "escrow.v1", "Payments", "QueryPaymentsRequest",
+         "QueryPaymentsResponse", {"xid": f"{owner}/{dseq}", "state": "open"},
+         "/akash/escrow/v1/types/payments", {"xid": f"{owner}/{dseq}", "state": "open"}),
+        ("akash.v1beta4", "provider.v1beta4", "Providers", "QueryProvidersRequest",
+         "QueryProvidersResponse", {"pagination": {"limit": "1"}},
+         "/akash/provider/v1beta4/providers", {"pagination.limit": "1"}),
+        ("akash.v1beta4", "provider.v1beta4", "Provider", "QueryProviderRequest",
+         "QueryProviderResponse", {"owner": provider.address},
+         f"/akash/provider/v1beta4/providers/{provider.address}", {}),
+        ("akash.v1", "audit.v1", "ProviderAttributes", "QueryProviderAttributesRequest",
+         "QueryProvidersResponse", {"owner": provider.address},
+         f"/akash/audit/v1/audit/attributes/{provider.address}/list", {}),
+        ("akash.v1", "audit.v1", "ProviderAuditorAttributes", "QueryProviderAuditorRequest",
+         "QueryProvidersResponse", {"owner": provider.address, "auditor": auditor},
+         f"/akash/audit/v1/audit/attributes/{auditor}/{provider.address}", {}),
+        ("akash.v1", "cert.v1", "Certificates", "QueryCertificatesRequest",
+         "QueryCertificatesResponse", {"filter": {"owner": owner}},
+         "/akash/cert/v1/certificates/list", {"filter.owner": owner}),
+    ]  # fmt: skip
+    queries = [
+        {
+            "module": module,
+            "path": f"/akash.{service}.Query/{method}",
+            "request": request,
+            "response": response,
+            "fields": fields,
+        }
+        for module, service, method, request, response, fields, _, _ in cases
+    ]
+    missing = {"owner": Signer.generate().address, "dseq": "1"}
+    queries.append(queries[1] | {"fields": {"id": missing}})
+
+    answers = akashjs.run("akash-queries.mjs", {"rpc": node.rpc_url, "queries": queries})
+
+    for (*_, method, _, _, _, path, params), answer in zip(cases, answers, strict=False):
+        lcd = await on_node.lcd.get(path, params)
+        assert "response" in answer, (method, answer)
+        decoded = normal(answer["response"], resource_bytes=True)
+        assert decoded == normal(lcd), method
+        assert decoded, method
+    assert answers[-1] == {
+        "error": "Query failed with (38): rpc error: code = NotFound desc = "
+        "deployment not found: key not found"
+    }
+
+    # chain-sdk's chain client reads the same over gRPC
+    calls = [
+        {
+            "service": f"akash.{service}",
+            "method": f"get{method}",
+            "module": module,
+            "response": response,
+            "input": fields,
+        }
+        for module, service, method, _, response, fields, _, _ in cases
+    ]
+    calls.append(calls[1] | {"input": {"id": missing}})
+    calls.append(
+        {
+            "service": "cosmos.bank.v1beta1",
+            "method": "getBalance",
+            "module": "cosmos.v1beta1",
+            "response": "QueryBalanceResponse",
+            "input": {"address": owner, "denom": "uact"},
+        }
+    )
+    read = akashjs.run("chain-sdk-query.mjs", {"grpc": node.grpc_url, "calls": calls})
+    for (*_, method, _, _, _, path, params), answer in zip(cases, read, strict=False):
+        assert "response" in answer, (method, answer)
+        lcd = await on_node.lcd.get(path, params)
+        assert normal(answer["response"], resource_bytes=True) == normal(lcd), method
+    assert read[-2]["code"] == 5  # NotFound
+    assert read[-2]["error"].endswith("deployment not found")
+    uact = await on_node.lcd.balance(owner, "uact")
+    assert read[-1] == {"response": {"balance": {"denom": "uact", "amount": str(uact)}}}
 
 
 # -- our messages as chain-sdk reads them ---------------------------------------------------
@@ -442,53 +773,87 @@ async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
     assert logged.services and {e.name for e in logged.services} <= {e.name for e in logs.services}
 
 
-async def test_a_console_tenant_sends_its_manifest_and_reads_its_lease_with_sdk_certificate(
+async def test_a_console_tenant_certifies_deploys_and_reads_its_lease_with_akash_s_clients(
     suite: Provider, chain: DevnetClients, akashjs: AkashJS
 ) -> None:
-    """chain-sdk's certificate generator and SDL tools, Node's TLS client: the manifest is
-    accepted over mTLS and the lease status lists the running service."""
+    """As Akash Console does it: a certificate from chain-sdk's generator, published with a
+    cosmjs SigningStargateClient connected to the devnet; the deployment made of
+    chain-sdk's manifest and group specs, signed the same way; the manifest sent and the
+    lease status read over mTLS with that certificate (Node's TLS client). The lease's HTTP
+    service has its generated ingress hostname in the status."""
     tenant = chain.tenant("tenant-2")
-    yaml = (CORPUS / "tetris.yaml").read_text()
+    mnemonic = suite.devnet.signer("tenant-2").reveal_mnemonic()
+    text = (CORPUS / "tetris.yaml").read_text()
+    shape = parse_sdl(text)
+    dseq = (await chain.rpc.status()).latest_height + 1_000_000
+    rpc = suite.devnet.rpc_url
     made, manifest = akashjs.run(
         "tenant.mjs",
         {
             "steps": [
                 {"do": "certificate", "address": tenant.address},
-                {"do": "manifest", "sdl": yaml},
+                {"do": "manifest", "sdl": text},
             ]
         },
     )
     assert "\r\n" in made["cert"]
     assert made["publicKey"].startswith("-----BEGIN EC PUBLIC KEY-----")
-    shape = parse_sdl(yaml)
     assert manifest["version"] == shape.manifest_version.hex()
-    await tenant.wallet.send(
-        msgs.create_certificate(tenant.address, made["cert"].encode(), made["publicKey"].encode())
+    published, deployed = akashjs.run(
+        "tenant.mjs",
+        {
+            "steps": [
+                {"do": "publish", "rpc": rpc, "mnemonic": mnemonic, **made},
+                {
+                    "do": "deploy",
+                    "rpc": rpc,
+                    "mnemonic": mnemonic,
+                    "sdl": text,
+                    "dseq": dseq,
+                    "deposit": {"denom": "uact", "amount": "5000000"},
+                },
+            ]
+        },
     )
-    [lease] = await leased(suite, tenant, shape)
-    base = f"{suite.gateway.url}"
+    assert (published["code"], deployed["code"]) == (0, 0), (published, deployed)
+    deployment = await chain.lcd.get(
+        "/akash/deployment/v1beta4/deployments/info",
+        {"id.owner": tenant.address, "id.dseq": str(dseq)},
+    )
+    assert base64.b64decode(deployment["deployment"]["hash"]).hex() == manifest["version"]
+
+    me = suite.devnet.signer("provider").address
+
+    async def bid() -> Any:
+        return await tenant.bids(dseq, provider=me)
+
+    await eventually(bid, timeout_s=90, what=f"our bid on {dseq}")
+    [lease] = await tenant.accept(dseq, me)
     mtls = {"cert": made["cert"], "key": made["privateKey"]}
 
     def call(method: str, path: str, body: str | None = None) -> dict[str, Any]:
-        step = {"do": "request", "method": method, "url": base + path, **mtls}
+        step = {"do": "request", "method": method, "url": suite.gateway.url + path, **mtls}
         if body is not None:
             step["body"] = body
         [answer] = akashjs.run("tenant.mjs", {"steps": [step]})
         return answer
 
     def trusted() -> dict[str, Any] | None:  # published a moment ago: read on the next sync
-        answer = call("PUT", f"/deployment/{lease.dseq}/manifest", manifest["body"])
+        answer = call("PUT", f"/deployment/{dseq}/manifest", manifest["body"])
         return answer if answer["status"] else None
 
     put = await eventually(trusted, timeout_s=30, what="the manifest accepted over mTLS")
     assert (put["status"], put["body"]) == (200, None), put
 
+    host = ingress_host(lease, "tetris", suite.ingress_domain)
     path = f"/lease/{lease.dseq}/{lease.gseq}/{lease.oseq}/status"
 
     def running() -> dict[str, Any] | None:
         answer = call("GET", path)
         services = (answer["body"] or {}).get("services") if answer["status"] == 200 else None
-        return answer if services and services["tetris"]["available"] == 1 else None
+        tetris = (services or {}).get("tetris") or {}
+        return answer if tetris.get("available") == 1 and tetris.get("uris") else None
 
-    status = await eventually(running, timeout_s=60, what="the lease running")
+    status = await eventually(running, timeout_s=60, what="the lease running with its URI")
     assert status["body"]["services"]["tetris"]["total"] == 1
+    assert status["body"]["services"]["tetris"]["uris"] == [host]

@@ -79,15 +79,27 @@ words = numbers | base64_bytes | hex_bytes | st.text(max_size=40)
 RPC_METHODS = [
     "status",
     "health",
+    "abci_info",
+    "abci_query",
     "block",
+    "blockchain",
     "block_results",
+    "commit",
+    "validators",
+    "genesis",
     "tx",
+    "tx_search",
     "broadcast_tx_sync",
+    "broadcast_tx_async",
+    "broadcast_tx_commit",
     "subscribe",
     "unsubscribe",
     "unsubscribe_all",
 ]
-RPC_PARAMS = ["height", "hash", "tx", "query", "prove"]
+RPC_PARAMS = [
+    *("height", "hash", "tx", "query", "prove", "path", "data"),
+    *("page", "per_page", "order_by", "minHeight", "maxHeight"),
+]
 rpc_params = st.dictionaries(
     mostly(st.sampled_from(RPC_PARAMS), st.text(max_size=8)),
     words | json_values | st.just("tm.event='NewBlockHeader'"),
@@ -316,6 +328,49 @@ def test_lcd_routes(
         error = strict_json(answer)
         assert error["message"], error
     elif method == "GET":
+        assert isinstance(strict_json(answer), dict)
+
+
+TX_BODIES = st.one_of(
+    bodies,
+    st.fixed_dictionaries(
+        {"tx_bytes": base64_bytes | words | json_values},
+        optional={"mode": st.sampled_from(["BROADCAST_MODE_SYNC", "BROADCAST_MODE_ASYNC"]) | words},
+    ).map(json.dumps),
+)
+TX_QUERY = ["query", "events", "page", "limit", "order_by"]
+
+
+@FUZZ
+@given(
+    path=st.sampled_from(["/cosmos/tx/v1beta1/txs", "/cosmos/tx/v1beta1/simulate"]),
+    segment=mostly(st.none(), st.text(min_size=1, max_size=70) | hex_bytes.map(lambda h: h[2:])),
+    query=st.dictionaries(
+        mostly(st.sampled_from(TX_QUERY), st.text(max_size=10)),
+        words | st.just("tm.event='Tx'") | st.just("message.sender='akash1x'"),
+        max_size=3,
+    ),
+    method=mostly(st.sampled_from(["GET", "POST"]), st.just("PUT")),
+    body=TX_BODIES,
+)
+def test_lcd_transaction_service(
+    target: Target,
+    *,
+    path: str,
+    segment: str | None,
+    query: dict[str, str],
+    method: str,
+    body: str | bytes,
+) -> None:
+    if segment is not None:
+        path += "/" + quote(segment, safe="")
+    url = URL(target.devnet.lcd_url).with_path(path, encoded=True).with_query(query)
+    status, answer = target.http("lcd tx", method, url, None if method == "GET" else body)
+    assert status < 500 or status == 501, (status, answer[:300])
+    if status >= 400:
+        error = strict_json(answer)
+        assert error["message"], error
+    else:
         assert isinstance(strict_json(answer), dict)
 
 

@@ -133,8 +133,12 @@ class TxDecodeError(ValueError):
     """The bytes are not a single-signer SIGN_MODE_DIRECT Cosmos transaction."""
 
 
-def decode_tx(raw: bytes) -> DecodedTx:
-    """Read a ``TxRaw`` with one secp256k1 signer; raise ``TxDecodeError`` otherwise."""
+def decode_tx(raw: bytes, *, simulation: bool = False) -> DecodedTx:
+    """Read a ``TxRaw`` with one secp256k1 signer; raise ``TxDecodeError`` otherwise.
+
+    ``simulation`` also takes what clients send to be simulated: an encoded ``Tx`` (the same
+    wire form) whose signer has no sign mode yet and whose signature is empty.
+    """
     try:
         envelope = tx_pb2.TxRaw.FromString(raw)
         body = tx_pb2.TxBody.FromString(envelope.body_bytes)
@@ -146,7 +150,8 @@ def decode_tx(raw: bytes) -> DecodedTx:
     info = auth.signer_infos[0]
     if info.public_key.type_url != PUBKEY_TYPE:
         raise TxDecodeError(f"unsupported public key type {info.public_key.type_url!r}")
-    if info.mode_info.single.mode != tx_pb2.SIGN_MODE_DIRECT:
+    unsigned = simulation and info.mode_info.single.mode == tx_pb2.SIGN_MODE_UNSPECIFIED
+    if info.mode_info.single.mode != tx_pb2.SIGN_MODE_DIRECT and not unsigned:
         raise TxDecodeError("only SIGN_MODE_DIRECT is supported")
     if not body.messages:
         raise TxDecodeError("a transaction needs at least one message")

@@ -1,4 +1,5 @@
-"""The chain itself: check transactions into the mempool, execute them in blocks, commit.
+"""The chain itself: check transactions into the mempool, execute them in blocks, commit;
+simulate one on the committed state for a gas estimate.
 
 Like a Cosmos SDK app behind CometBFT: ``check_tx`` runs the ante handler (signature,
 account sequence, fee) against the mempool's state so one account can queue several
@@ -18,11 +19,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from google.protobuf.any_pb2 import Any as AnyPb
 from google.protobuf.message import DecodeError, Message
 
+from akchain._pb.cosmos.base.abci.v1beta1 import abci_pb2
 from akchain.keys import address_of
 from akchain.msgs import MESSAGE_TYPES
 from akchain.tx import DecodedTx, TxDecodeError, decode_tx, tx_hash
+from akdevnet.consensus import Chain, header_hash
 from akdevnet.context import FEE_COLLECTOR, Ctx
 from akdevnet.errors import (
     INSUFFICIENT_FEE,
@@ -85,22 +89,30 @@ GAS_PER_BYTE = 10
 GAS_PER_MSG = 40_000
 MAX_BLOCK_TXS = 1_000
 MAX_MEMPOOL = 5_000
+SIMULATED_SIGNATURE_BYTES = 100
+"""What signing adds to a simulated transaction (signature, sign mode, fee), in bytes."""
 
 
 def now_rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
 
 
-def tx_result(
+def msg_responses(messages: list[tuple[Route, Message]]) -> list[AnyPb]:
+    """One (empty) response per message, typed ``<message type>Response`` as in Cosmos."""
+    return [AnyPb(type_url=f"/{m.DESCRIPTOR.full_name}Response") for _, m in messages]
+
+
+def tx_result(  # noqa: PLR0917 - the fields of an ABCI result, in their order
     code: int = 0,
     codespace: str = "",
     log_text: str = "",
     gas: tuple[int, int] = (0, 0),
     events: list[Doc] | None = None,
+    data: bytes = b"",
 ) -> Doc:
     return {
         "code": code,
-        "data": "",
+        "data": base64.b64encode(data).decode(),
         "log": log_text,
         "info": "",
         "gas_wanted": str(gas[0]),
@@ -125,11 +137,17 @@ class App:
                 f"genesis says {genesis.chain_id!r}"
             )
         self.chain_id = genesis.chain_id
+        self.chain = Chain(db, genesis.chain_id)
         self.params = genesis.params
         self.height = db.height
         last = db.block(self.height)
         self.last_hash = last[1] if last else ""
         self.last_time = last[0] if last else genesis.genesis_time
+        self.app_hash = (
+            base64.b64decode(last[3].get("app_hash") or "")
+            if last
+            else self.chain.genesis_app_hash()
+        )
         self.mempool: list[tuple[str, bytes]] = []
         self._seen: OrderedDict[str, None] = OrderedDict()
         self.check_state = db.branch()
@@ -162,7 +180,9 @@ class App:
                 {"owner": owner, "auditor": auditor, "attributes": attrs},
             )
         del ctx
+        app_hash = hashlib.sha256(_writes_digest(state)).hexdigest()
         self.db.commit(state)
+        self.db.set_meta("genesis_app_hash", app_hash)
         self.db.set_meta("chain_id", genesis.chain_id)
 
     def _ctx(self, store: Branch, height: int, moment: datetime) -> Ctx:
@@ -176,9 +196,11 @@ class App:
         )
 
     # -- ante handler ---------------------------------------------------------------------
-    def _decode(self, raw: bytes) -> tuple[DecodedTx, list[tuple[Route, Message]]]:
+    def _decode(
+        self, raw: bytes, *, simulation: bool = False
+    ) -> tuple[DecodedTx, list[tuple[Route, Message]]]:
         try:
-            decoded = decode_tx(raw)
+            decoded = decode_tx(raw, simulation=simulation)
         except TxDecodeError as exc:
             raise sdk(TX_DECODE, "tx parse error", str(exc)) from exc
         messages = []
@@ -195,7 +217,16 @@ class App:
                 raise sdk(TX_DECODE, "tx parse error", f"{item.type_url}: {exc}") from exc
         return decoded, messages
 
-    def _ante(self, ctx: Ctx, decoded: DecodedTx, messages: list[tuple[Route, Message]]) -> None:
+    def _ante(
+        self,
+        ctx: Ctx,
+        decoded: DecodedTx,
+        messages: list[tuple[Route, Message]],
+        *,
+        simulation: bool = False,
+    ) -> None:
+        """Cosmos's ante handler; a ``simulation`` checks neither the minimum fee nor the
+        signature (as in Cosmos's simulate mode)."""
         signer = address_of(decoded.public_key)
         for route, message in messages:
             wanted = route.signer(message)
@@ -210,7 +241,7 @@ class App:
             raise sdk(UNKNOWN_ADDRESS, "unknown address", f"account {signer} does not exist")
         gas_limit = decoded.gas_limit
         fee = dict(decoded.fee)
-        required = int(self.params.gas_price_uakt * gas_limit)
+        required = 0 if simulation else int(self.params.gas_price_uakt * gas_limit)
         if fee.get("uakt", 0) < required:
             raise sdk(
                 INSUFFICIENT_FEE,
@@ -227,7 +258,9 @@ class App:
                 f"account sequence mismatch, expected {sequence}, got {decoded.sequence}",
             )
         number = int(account["account_number"])
-        if not decoded.signature_valid(chain_id=self.chain_id, account_number=number):
+        if not simulation and not decoded.signature_valid(
+            chain_id=self.chain_id, account_number=number
+        ):
             raise sdk(
                 UNAUTHORIZED,
                 "unauthorized",
@@ -246,6 +279,39 @@ class App:
     @staticmethod
     def _gas(raw: bytes, messages: int) -> int:
         return GAS_PER_TX + GAS_PER_BYTE * len(raw) + GAS_PER_MSG * messages
+
+    def simulate(self, raw: bytes) -> Doc:
+        """Cosmos's ``Simulate``: run an unsigned transaction on the committed state and
+        forget it; the gas it uses (signed, as the flat gas model counts it) and its result.
+        Raises :class:`TxFailure` with what the chain would answer."""
+        moment = datetime.now(UTC)
+        ctx = self._ctx(self.db.branch(), self.height + 1, moment)
+        decoded, messages = self._decode(raw, simulation=True)
+        self._ante(ctx, decoded, messages, simulation=True)
+        work = ctx.branch()
+        self._execute(work, messages)
+        gas = self._gas(raw, len(messages)) + GAS_PER_BYTE * SIMULATED_SIGNATURE_BYTES
+        return {
+            "gas_used": gas,
+            "events": ctx.events + work.events,
+            "msg_responses": msg_responses(messages),
+        }
+
+    @staticmethod
+    def _execute(work: Ctx, messages: list[tuple[Route, Message]]) -> None:
+        """Run each message on ``work``; :class:`TxFailure` names the message that failed."""
+        for index, (route, message) in enumerate(messages):
+            work.msg_index = index
+            type_url = "/" + message.DESCRIPTOR.full_name
+            work.event(
+                "message",
+                [("action", type_url), ("sender", route.signer(message)), ("module", route.module)],
+            )
+            try:
+                route.handler(work, message)
+            except TxFailure as exc:
+                text = f"failed to execute message; message index: {index}: {exc.log}"
+                raise TxFailure(exc.codespace, exc.code, text) from exc
 
     # -- mempool --------------------------------------------------------------------------
     def check_tx(self, raw: bytes) -> Doc:
@@ -300,20 +366,13 @@ class App:
             text = f"out of gas in location: execution; gasWanted: {gas[0]}, gasUsed: {gas[1]}"
             return tx_result(OUT_OF_GAS, "sdk", f"{text}: out of gas", gas, ante.events)
         work = self._ctx(block.branch(), height, moment)
-        for index, (route, message) in enumerate(messages):
-            work.msg_index = index
-            type_url = "/" + message.DESCRIPTOR.full_name
-            work.event(
-                "message",
-                [("action", type_url), ("sender", route.signer(message)), ("module", route.module)],
-            )
-            try:
-                route.handler(work, message)
-            except TxFailure as exc:
-                text = f"failed to execute message; message index: {index}: {exc.log}"
-                return tx_result(exc.code, exc.codespace, text, gas, ante.events)
+        try:
+            self._execute(work, messages)
+        except TxFailure as exc:
+            return tx_result(exc.code, exc.codespace, exc.log, gas, ante.events)
         work.store.write()
-        return tx_result(0, "", "", gas, ante.events + work.events)
+        data = abci_pb2.TxMsgData(msg_responses=msg_responses(messages)).SerializeToString()
+        return tx_result(0, "", "", gas, ante.events + work.events, data)
 
     def produce_block(self, moment: datetime | None = None) -> BlockRecord:
         """Execute the mempool into the next block and commit it."""
@@ -334,31 +393,28 @@ class App:
                     for e, ev in enumerate(result["events"])
                 )
         time_text = now_rfc3339(moment)
-        block_hash = (
-            hashlib.sha256(
-                f"{height}|{time_text}|{self.last_hash}|{','.join(d for d, _ in queued)}".encode()
-            )
-            .hexdigest()
-            .upper()
-        )
+        app_hash = hashlib.sha256(self.app_hash + _writes_digest(state)).digest()
+        txs = [base64.b64encode(raw).decode() for _, raw in queued]
+        block_hash = header_hash(self.chain.header(height, time_text, txs))
         record = BlockRecord(
             height=height,
             time=time_text,
             hash=block_hash,
-            txs=[base64.b64encode(raw).decode() for _, raw in queued],
+            txs=txs,
             results={
                 "height": str(height),
                 "txs_results": results,
                 "finalize_block_events": [],
                 "validator_updates": [],
                 "consensus_param_updates": None,
-                "app_hash": base64.b64encode(hashlib.sha256(block_hash.encode()).digest()).decode(),
+                "app_hash": base64.b64encode(app_hash).decode(),
             },
             tx_rows=rows,
             events=events,
         )
         self.db.commit(state, record)
         self.height, self.last_hash, self.last_time = height, block_hash, time_text
+        self.app_hash = app_hash
         self._recheck()
         return record
 
@@ -369,3 +425,12 @@ class App:
         for digest, raw in pending:
             self._seen.pop(digest, None)
             self.check_tx(raw)
+
+
+def _writes_digest(state: Branch) -> bytes:
+    """SHA-256 over a branch's writes in key order (a deletion is its key alone)."""
+    digest = hashlib.sha256()
+    for key in sorted(state.writes):
+        value = state.writes[key]
+        digest.update(f"{key}\n{value if isinstance(value, str) else ''}\n".encode())
+    return digest.digest()

@@ -106,16 +106,27 @@ def start(
         str | None,
         typer.Option("--lcd", envvar="AKDEVNET_LCD_LISTEN", help="LCD listen host:port (0: any)"),
     ] = None,
+    grpc: Annotated[
+        str | None,
+        typer.Option(
+            "--grpc",
+            envvar="AKDEVNET_GRPC_LISTEN",
+            help="gRPC query listen host:port (0: any; default: no gRPC server)",
+        ),
+    ] = None,
     block_time: Annotated[
         str | None,
         typer.Option(envvar="AKDEVNET_BLOCK_TIME", help="time between blocks, e.g. 1s or 20ms"),
     ] = None,
 ) -> None:
-    """Produce blocks and serve the RPC and LCD APIs (creates the home first if needed).
+    """Produce blocks and serve the RPC and LCD APIs, and gRPC queries with --grpc (creates
+    the home first if needed).
 
     One devnet runs per home; it records where it listens in the home for the tenant tools.
     """
-    settings = settings_of(home, rpc_listen=rpc, lcd_listen=lcd, block_time=block_time)
+    settings = settings_of(
+        home, rpc_listen=rpc, lcd_listen=lcd, grpc_listen=grpc, block_time=block_time
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         run_node(settings)

@@ -63,6 +63,7 @@ SETTING_OPTIONS = {
     "home": "--home",
     "rpc_listen": "--rpc",
     "lcd_listen": "--lcd",
+    "grpc_listen": "--grpc",
     "block_time": "--block-time",
     "key_passphrase": "passphrase",
 }

@@ -8,12 +8,13 @@ message emits.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message
 
 from akdevnet.genesis import Params
@@ -138,6 +139,35 @@ def to_json(message: Message) -> Doc:
     )
     _fix_custom_types(message, doc)
     return doc
+
+
+def from_json(doc: Doc, message: Message) -> Message:
+    """Fill ``message`` from its LCD JSON form (the inverse of :func:`to_json`): LegacyDec
+    amounts (``DecCoin``, escrow ``Balance``) become the integer scaled by 10^18 and
+    ``ResourceValue.val`` integer text its bytes. Raises ``json_format.ParseError``."""
+    ParseDict(_wire_doc(doc, message.DESCRIPTOR), message)
+    return message
+
+
+def _wire_doc(doc: Doc, descriptor: Any) -> Doc:
+    name = descriptor.full_name
+    if name in ("cosmos.base.v1beta1.DecCoin", "akash.escrow.types.v1.Balance"):
+        amount = doc.get("amount")
+        return doc | {"amount": str(Dec(amount).raw)} if amount else doc
+    if name.endswith(".ResourceValue"):
+        return doc | {"val": base64.b64encode(str(doc.get("val") or "0").encode()).decode()}
+    out = dict(doc)
+    for member in descriptor.fields:
+        value = doc.get(member.name)
+        if member.message_type is None or value is None:
+            continue
+        if isinstance(value, list):
+            out[member.name] = [
+                _wire_doc(v, member.message_type) if isinstance(v, dict) else v for v in value
+            ]
+        elif isinstance(value, dict) and not member.message_type.GetOptions().map_entry:
+            out[member.name] = _wire_doc(value, member.message_type)
+    return out
 
 
 def _fix_custom_types(message: Message, doc: Doc) -> None:

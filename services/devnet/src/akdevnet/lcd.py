@@ -1,5 +1,7 @@
 """The Cosmos REST (LCD) subset with Akash's paths: market, deployments, escrow, providers,
-audit, certificates, auth accounts and bank balances.
+audit, certificates, auth accounts and bank balances; and Cosmos's transaction service:
+``POST /cosmos/tx/v1beta1/txs`` (broadcast), ``GET /cosmos/tx/v1beta1/txs/{hash}``,
+``GET /cosmos/tx/v1beta1/txs?query=…`` (search) and ``POST /cosmos/tx/v1beta1/simulate``.
 
 Answers and errors have the gRPC-gateway's shapes: lists with ``pagination.next_key``
 (opaque, base64) and errors as ``{"code": <gRPC code>, "message": …, "details": []}`` with
@@ -13,22 +15,30 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from aiohttp import web
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import DecodeError
 
-from akchain.versions import LCD_PATHS
+from akchain._pb.cosmos.tx.v1beta1 import tx_pb2
+from akchain.versions import COSMOS_TX, LCD_PATHS
 from akdevnet.app import App
 from akdevnet.context import key
+from akdevnet.errors import TxFailure
 from akdevnet.modules import bank, escrow
-from akdevnet.store import Database, Doc
+from akdevnet.store import Database, Doc, TxRow
+from akdevnet.txindex import QueryError, parse_query, search
 
 GRPC_INVALID_ARGUMENT = 3
 GRPC_NOT_FOUND = 5
 GRPC_UNIMPLEMENTED = 12
 MAX_PAGE = 1000
 MAX_UINT64 = 2**64 - 1
+TXS = f"/cosmos/tx/{COSMOS_TX}/txs"
+SIMULATE = f"/cosmos/tx/{COSMOS_TX}/simulate"
+BROADCAST_MODES = ("BROADCAST_MODE_SYNC", "BROADCAST_MODE_ASYNC")
 UINT = re.compile(r"[0-9]{1,20}")
 STATES = {
     "order": ("open", "active", "closed"),
@@ -36,6 +46,24 @@ STATES = {
     "lease": ("active", "insufficient_funds", "closed"),
     "deployment": ("active", "closed"),
 }
+
+
+class Params(Protocol):
+    """What a query handler reads: the query string and the path's parameters (a
+    ``web.Request``, or the fields of a gRPC request through ``abci_query``)."""
+
+    @property
+    def query(self) -> Mapping[str, str]: ...
+
+    @property
+    def match_info(self) -> Mapping[str, str]: ...
+
+
+def _json_handler(handler: Callable[[Params], Doc]) -> Callable[[web.Request], Any]:
+    async def serve(request: web.Request) -> web.Response:
+        return web.json_response(handler(request))
+
+    return serve
 
 
 class LCDFailure(Exception):
@@ -54,7 +82,7 @@ def _invalid(message: str) -> LCDFailure:
     )
 
 
-def _uint(request: web.Request, name: str, required: bool = False) -> int | None:
+def _uint(request: Params, name: str, required: bool = False) -> int | None:
     raw = request.query.get(name, "")
     if raw == "":
         if required:
@@ -65,7 +93,7 @@ def _uint(request: web.Request, name: str, required: bool = False) -> int | None
     return int(raw)
 
 
-def _page(request: web.Request, items: Iterable[Doc]) -> tuple[list[Doc], Doc]:
+def _page(request: Params, items: Iterable[Doc]) -> tuple[list[Doc], Doc]:
     """One page of ``items`` and its ``pagination`` answer."""
     everything = list(items)
     start = 0
@@ -90,10 +118,7 @@ class LCDServer:
 
     def __init__(self, app: App) -> None:
         self.app = app
-
-    def routes(self) -> web.Application:
-        http = web.Application(middlewares=[self._errors])
-        handlers: dict[str, Callable[[web.Request], Any]] = {
+        self.handlers: dict[str, Callable[[Params], Doc]] = {
             "orders": self.orders,
             "order": self.order,
             "bids": self.bids,
@@ -113,9 +138,17 @@ class LCDServer:
             "account": self.account,
             "balances": self.balances,
         }
+
+    def routes(self) -> web.Application:
+        http = web.Application(middlewares=[self._errors])
         for name, path in LCD_PATHS.items():
             # a path parameter is any one segment (aiohttp's default refuses braces)
-            http.router.add_get(re.sub(r"\{(\w+)\}", r"{\1:[^/]+}", path), handlers[name])
+            route = re.sub(r"\{(\w+)\}", r"{\1:[^/]+}", path)
+            http.router.add_get(route, _json_handler(self.handlers[name]))
+        http.router.add_post(TXS, self.broadcast)
+        http.router.add_get(TXS, self.search_txs)
+        http.router.add_get(TXS + "/{hash:[^/]+}", self.get_tx)
+        http.router.add_post(SIMULATE, self.simulate)
         return http
 
     @web.middleware
@@ -132,8 +165,10 @@ class LCDServer:
             body = {"code": GRPC_UNIMPLEMENTED, "message": message, "details": []}
             return web.json_response(body, status=501)
         except web.HTTPMethodNotAllowed:
+            served = {TXS: "GET and POST", SIMULATE: "POST"}.get(request.path, "GET")
             message = (
-                f"Method Not Allowed: {request.method} {request.path[:200]}; the LCD serves GET"
+                f"Method Not Allowed: {request.method} {request.path[:200]}; "
+                f"the LCD serves {served}"
             )
             body = {"code": GRPC_UNIMPLEMENTED, "message": message, "details": []}
             return web.json_response(body, status=405)
@@ -147,21 +182,21 @@ class LCDServer:
         return [doc for _, doc in self._state.scan(prefix)]
 
     # -- auth and bank --------------------------------------------------------------------
-    async def account(self, request: web.Request) -> web.Response:
+    def account(self, request: Params) -> Doc:
         address = request.match_info["address"]
         found = bank.account(self._state, address)
         if found is None:
             raise _not_found(f"account {address} not found")
-        return web.json_response({"account": found})
+        return {"account": found}
 
-    async def balances(self, request: web.Request) -> web.Response:
+    def balances(self, request: Params) -> Doc:
         chunk, pagination = _page(
             request, bank.balances(self._state, request.match_info["address"])
         )
-        return web.json_response({"balances": chunk, "pagination": pagination})
+        return {"balances": chunk, "pagination": pagination}
 
     # -- market ---------------------------------------------------------------------------
-    def _prefix(self, kind: str, request: web.Request, prefix: str = "filters") -> str:
+    def _prefix(self, kind: str, request: Params, prefix: str = "filters") -> str:
         """The narrowest key prefix the id filters allow (owner, then dseq, gseq, oseq)."""
         owner = request.query.get(f"{prefix}.owner", "")
         if not owner:
@@ -177,7 +212,7 @@ class LCDServer:
         return key(kind, ident) + "/"
 
     @staticmethod
-    def _matches(doc: Doc, request: web.Request, prefix: str = "filters") -> bool:
+    def _matches(doc: Doc, request: Params, prefix: str = "filters") -> bool:
         ident = doc["id"]
         for field in ("owner", "provider"):
             wanted = request.query.get(f"{prefix}.{field}")
@@ -190,7 +225,7 @@ class LCDServer:
         state = request.query.get(f"{prefix}.state")
         return not state or doc["state"] == state
 
-    def _listed(self, kind: str, request: web.Request) -> list[Doc]:
+    def _listed(self, kind: str, request: Params) -> list[Doc]:
         state = request.query.get("filters.state", "")
         if state and state not in STATES[kind]:
             raise _invalid(
@@ -199,7 +234,7 @@ class LCDServer:
             )
         return [d for d in self._scan(self._prefix(kind, request)) if self._matches(d, request)]
 
-    def _by_id(self, kind: str, request: web.Request, fields: tuple[str, ...]) -> Doc:
+    def _by_id(self, kind: str, request: Params, fields: tuple[str, ...]) -> Doc:
         ident: Doc = {"owner": request.query.get("id.owner", "")}
         if not ident["owner"]:
             raise _invalid("id.owner is required")
@@ -240,49 +275,44 @@ class LCDServer:
             "escrow_account": self._account("deployment", f"{ident['owner']}/{ident['dseq']}"),
         }
 
-    async def orders(self, request: web.Request) -> web.Response:
+    def orders(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._listed("order", request))
-        return web.json_response({"orders": chunk, "pagination": pagination})
+        return {"orders": chunk, "pagination": pagination}
 
-    async def order(self, request: web.Request) -> web.Response:
-        return web.json_response({"order": self._by_id("order", request, ("dseq", "gseq", "oseq"))})
+    def order(self, request: Params) -> Doc:
+        return {"order": self._by_id("order", request, ("dseq", "gseq", "oseq"))}
 
-    async def bids(self, request: web.Request) -> web.Response:
+    def bids(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._listed("bid", request))
-        return web.json_response(
-            {"bids": [self._bid_answer(b) for b in chunk], "pagination": pagination}
-        )
+        return {"bids": [self._bid_answer(b) for b in chunk], "pagination": pagination}
 
-    async def bid(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            self._bid_answer(self._by_id("bid", request, ("dseq", "gseq", "oseq", "provider")))
-        )
+    def bid(self, request: Params) -> Doc:
+        return self._bid_answer(self._by_id("bid", request, ("dseq", "gseq", "oseq", "provider")))
 
-    async def leases(self, request: web.Request) -> web.Response:
+    def leases(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._listed("lease", request))
         answers = [{"lease": lease, "escrow_payment": self._payment(lease)} for lease in chunk]
-        return web.json_response({"leases": answers, "pagination": pagination})
+        return {"leases": answers, "pagination": pagination}
 
-    async def lease(self, request: web.Request) -> web.Response:
+    def lease(self, request: Params) -> Doc:
         lease = self._by_id("lease", request, ("dseq", "gseq", "oseq", "provider"))
-        return web.json_response({"lease": lease, "escrow_payment": self._payment(lease)})
+        return {"lease": lease, "escrow_payment": self._payment(lease)}
 
     # -- deployments and escrow -----------------------------------------------------------
-    async def deployments(self, request: web.Request) -> web.Response:
+    def deployments(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._listed("deployment", request))
-        return web.json_response(
-            {"deployments": [self._deployment_answer(d) for d in chunk], "pagination": pagination}
-        )
+        return {
+            "deployments": [self._deployment_answer(d) for d in chunk],
+            "pagination": pagination,
+        }
 
-    async def deployment(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            self._deployment_answer(self._by_id("deployment", request, ("dseq",)))
-        )
+    def deployment(self, request: Params) -> Doc:
+        return self._deployment_answer(self._by_id("deployment", request, ("dseq",)))
 
-    async def group(self, request: web.Request) -> web.Response:
-        return web.json_response({"group": self._by_id("group", request, ("dseq", "gseq"))})
+    def group(self, request: Params) -> Doc:
+        return {"group": self._by_id("group", request, ("dseq", "gseq"))}
 
-    async def escrow_accounts(self, request: web.Request) -> web.Response:
+    def escrow_accounts(self, request: Params) -> Doc:
         xid, state = request.query.get("xid", ""), request.query.get("state", "")
         found = [
             a
@@ -291,9 +321,9 @@ class LCDServer:
             and (not state or a["state"]["state"] == state)
         ]
         chunk, pagination = _page(request, found)
-        return web.json_response({"accounts": chunk, "pagination": pagination})
+        return {"accounts": chunk, "pagination": pagination}
 
-    async def escrow_payments(self, request: web.Request) -> web.Response:
+    def escrow_payments(self, request: Params) -> Doc:
         xid, state = request.query.get("xid", ""), request.query.get("state", "")
         found = [
             p
@@ -302,34 +332,32 @@ class LCDServer:
             and (not state or p["state"]["state"] == state)
         ]
         chunk, pagination = _page(request, found)
-        return web.json_response({"payments": chunk, "pagination": pagination})
+        return {"payments": chunk, "pagination": pagination}
 
     # -- providers, audit, certificates ---------------------------------------------------
-    async def providers(self, request: web.Request) -> web.Response:
+    def providers(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._scan("provider/"))
-        return web.json_response({"providers": chunk, "pagination": pagination})
+        return {"providers": chunk, "pagination": pagination}
 
-    async def provider(self, request: web.Request) -> web.Response:
+    def provider(self, request: Params) -> Doc:
         owner = request.match_info["owner"]
         found = self._state.get(f"provider/{owner}")
         if found is None:
             raise _not_found(f"invalid provider: address not found: {owner}")
-        return web.json_response({"provider": found})
+        return {"provider": found}
 
-    async def provider_attributes(self, request: web.Request) -> web.Response:
+    def provider_attributes(self, request: Params) -> Doc:
         chunk, pagination = _page(request, self._scan(f"audit/{request.match_info['owner']}/"))
-        return web.json_response({"providers": chunk, "pagination": pagination})
+        return {"providers": chunk, "pagination": pagination}
 
-    async def provider_auditor_attributes(self, request: web.Request) -> web.Response:
+    def provider_auditor_attributes(self, request: Params) -> Doc:
         owner, auditor = request.match_info["owner"], request.match_info["auditor"]
         found = self._state.get(f"audit/{owner}/{auditor}")
         if found is None:
             raise _not_found("invalid provider: address not found")
-        return web.json_response(
-            {"providers": [found], "pagination": {"next_key": None, "total": "1"}}
-        )
+        return {"providers": [found], "pagination": {"next_key": None, "total": "1"}}
 
-    async def certificates(self, request: web.Request) -> web.Response:
+    def certificates(self, request: Params) -> Doc:
         owner = request.query.get("filter.owner", "")
         serial = request.query.get("filter.serial", "")
         state = request.query.get("filter.state", "")
@@ -340,4 +368,142 @@ class LCDServer:
             and (not state or c["certificate"]["state"] == state)
         ]
         chunk, pagination = _page(request, found)
-        return web.json_response({"certificates": chunk, "pagination": pagination})
+        return {"certificates": chunk, "pagination": pagination}
+
+    # -- transactions ---------------------------------------------------------------------
+    @staticmethod
+    async def _tx_bytes(request: web.Request) -> tuple[bytes, Doc]:
+        """The ``tx_bytes`` of a POSTed JSON body, and the body."""
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise _invalid(f"the body is not JSON: {exc}") from exc
+        except RecursionError:
+            raise _invalid("the body is not JSON: nested too deeply") from None
+        if not isinstance(body, dict):
+            raise _invalid("the body must be a JSON object with tx_bytes")
+        encoded = body.get("tx_bytes")
+        if not isinstance(encoded, str) or not encoded:
+            raise _invalid("tx_bytes (base64) is required")
+        try:
+            return base64.b64decode(encoded, validate=True), body
+        except (ValueError, binascii.Error) as exc:
+            raise _invalid(f"tx_bytes is not base64: {exc}") from exc
+
+    async def broadcast(self, request: web.Request) -> web.Response:
+        raw, body = await self._tx_bytes(request)
+        mode = body.get("mode", "BROADCAST_MODE_SYNC")
+        if mode == "BROADCAST_MODE_BLOCK":
+            raise _invalid("BROADCAST_MODE_BLOCK was removed in Cosmos SDK 0.47; use SYNC")
+        if mode not in BROADCAST_MODES:
+            raise _invalid(f"invalid broadcast mode {str(mode)[:80]!r}: use {BROADCAST_MODES}")
+        checked = self.app.check_tx(raw)
+        if mode == "BROADCAST_MODE_ASYNC":
+            checked |= {"code": 0, "log": "", "codespace": ""}
+        return web.json_response(
+            {
+                "tx_response": {
+                    "height": "0",
+                    "txhash": checked["hash"],
+                    "codespace": checked["codespace"],
+                    "code": checked["code"],
+                    "data": "",
+                    "raw_log": checked["log"],
+                    "logs": [],
+                    "info": "",
+                    "gas_wanted": "0",
+                    "gas_used": "0",
+                    "tx": None,
+                    "timestamp": "",
+                    "events": [],
+                }
+            }
+        )
+
+    def _tx_doc(self, raw: str) -> Doc | None:
+        """A stored transaction as Cosmos's ``Tx`` JSON (messages with their ``@type``)."""
+        try:
+            envelope = tx_pb2.TxRaw.FromString(base64.b64decode(raw))
+            tx = tx_pb2.Tx(
+                body=tx_pb2.TxBody.FromString(envelope.body_bytes),
+                auth_info=tx_pb2.AuthInfo.FromString(envelope.auth_info_bytes),
+                signatures=envelope.signatures,
+            )
+            return MessageToDict(tx, preserving_proto_field_name=True)
+        except (DecodeError, TypeError, KeyError, ValueError):
+            return None
+
+    def _tx_response(self, row: TxRow) -> Doc:
+        result = row.result
+        found = self._state.block(row.height)
+        tx = self._tx_doc(row.tx)
+        return {
+            "height": str(row.height),
+            "txhash": row.hash,
+            "codespace": result.get("codespace", ""),
+            "code": result.get("code", 0),
+            "data": base64.b64decode(result.get("data") or "").hex().upper(),
+            "raw_log": result.get("log", ""),
+            "logs": [],
+            "info": result.get("info", ""),
+            "gas_wanted": result.get("gas_wanted", "0"),
+            "gas_used": result.get("gas_used", "0"),
+            "tx": None if tx is None else {"@type": "/cosmos.tx.v1beta1.Tx", **tx},
+            "timestamp": found[0].split(".")[0] + "Z" if found else "",
+            "events": result.get("events", []),
+        }
+
+    async def get_tx(self, request: web.Request) -> web.Response:
+        digest = request.match_info["hash"]
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
+            raise _invalid(f"invalid tx hash {digest[:80]!r}: 64 hex digits")
+        found = self._state.txs(tx_hash=digest)
+        if not found:
+            raise _not_found(f"tx not found: {digest.upper()}")
+        response = self._tx_response(found[0])
+        return web.json_response({"tx": response["tx"], "tx_response": response})
+
+    async def search_txs(self, request: web.Request) -> web.Response:
+        events = request.query.getall("events", [])
+        query = request.query.get("query") or " AND ".join(events)
+        if not query:
+            raise _invalid("query cannot be empty")
+        try:
+            conditions = parse_query(query)
+        except QueryError as exc:
+            raise _invalid(f"invalid query {query[:200]!r}: {exc}") from exc
+        order = request.query.get("order_by", "ORDER_BY_UNSPECIFIED")
+        if order not in ("ORDER_BY_UNSPECIFIED", "ORDER_BY_ASC", "ORDER_BY_DESC", "0", "1", "2"):
+            raise _invalid(f"order_by: {order[:80]!r} is not an order")
+        page = _uint(request, "page") or 1
+        limit = min(_uint(request, "limit") or 100, MAX_PAGE)
+        found = search(self._state, conditions)
+        if order in ("ORDER_BY_DESC", "2"):
+            found.reverse()
+        chunk = [self._tx_response(row) for row in found[(page - 1) * limit : page * limit]]
+        return web.json_response(
+            {
+                "txs": [r["tx"] for r in chunk],
+                "tx_responses": chunk,
+                "pagination": None,
+                "total": str(len(found)),
+            }
+        )
+
+    async def simulate(self, request: web.Request) -> web.Response:
+        raw, _ = await self._tx_bytes(request)
+        try:
+            outcome = self.app.simulate(raw)
+        except TxFailure as exc:
+            raise _invalid(f"{exc.log}: {exc.codespace} {exc.code}") from exc
+        return web.json_response(
+            {
+                "gas_info": {"gas_wanted": "0", "gas_used": str(outcome["gas_used"])},
+                "result": {
+                    "data": "",
+                    "log": "",
+                    "events": outcome["events"],
+                    "msg_responses": [{"@type": a.type_url} for a in outcome["msg_responses"]],
+                },
+            }
+        )

@@ -21,6 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from akchain.keys import Signer
+from akdevnet import grpc_server
 from akdevnet.app import App
 from akdevnet.genesis import Genesis, GenesisAccount, GenesisAudit, GenesisProvider
 from akdevnet.homedir import clear_endpoints, home_lock, write_endpoints
@@ -118,6 +119,7 @@ class Node:
         self.rpc = RPCServer(self.app, node_address=settings.rpc_listen)
         self.lcd = LCDServer(self.app)
         self._runners: list[web.AppRunner] = []
+        self._grpc: grpc_server.Server | None = None
         self._stop = asyncio.Event()
 
     async def _serve(self, application: web.Application, listen: str) -> str:
@@ -141,20 +143,28 @@ class Node:
         try:
             rpc_url = await self._serve(self.rpc.routes(), self.settings.rpc_listen)
             lcd_url = await self._serve(self.lcd.routes(), self.settings.lcd_listen)
+            grpc_at = "off"
+            if self.settings.grpc_listen:
+                self._grpc, grpc_at = await grpc_server.serve(
+                    self.rpc.queries, self.settings.grpc_listen
+                )
             self.rpc.node_address = rpc_url.removeprefix("http://")
             write_endpoints(self.settings.home, rpc_url, lcd_url)
             log.info(
-                "devnet %s at height %d: rpc %s, lcd %s, a block every %.3fs",
+                "devnet %s at height %d: rpc %s, lcd %s, grpc %s, a block every %.3fs",
                 self.app.chain_id,
                 self.app.height,
                 rpc_url,
                 lcd_url,
+                grpc_at,
                 self.settings.block_time,
             )
             await self._blocks()
         finally:
             clear_endpoints(self.settings.home)
             await self.rpc.close_subscriptions()
+            if self._grpc is not None:
+                await self._grpc.stop(grace=0.5)
             for runner in self._runners:
                 await runner.cleanup()
             self.db.close()

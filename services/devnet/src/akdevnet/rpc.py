@@ -1,5 +1,7 @@
-"""The CometBFT RPC subset: ``status``, ``health``, ``block``, ``block_results``, ``tx``,
-``broadcast_tx_sync`` (JSON-RPC POST at ``/`` or GET ``/<method>?…``) and the ``/websocket``
+"""The CometBFT RPC that Cosmos clients use: ``status``, ``health``, ``abci_info``,
+``abci_query``, ``block``, ``blockchain``, ``block_results``, ``commit``, ``validators``,
+``genesis``, ``tx``, ``tx_search`` and ``broadcast_tx_sync``/``_async``/``_commit``
+(JSON-RPC POST at ``/``, GET ``/<method>?…``, or a websocket frame), and the ``/websocket``
 subscription to ``tm.event='NewBlockHeader'``.
 
 Answers have CometBFT 0.38's shapes (heights as strings, base64 transactions), so the same
@@ -23,6 +25,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from akdevnet.app import App
+from akdevnet.consensus import Chain, consensus_params
 from akdevnet.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -37,12 +40,24 @@ from akdevnet.jsonrpc import (
     parse,
     read_request,
 )
+from akdevnet.queries import QueryFailure, QueryServices
 from akdevnet.store import BlockRecord, Doc
+from akdevnet.txindex import (
+    DEFAULT_PER_PAGE,
+    MAX_PER_PAGE,
+    QueryError,
+    parse_query,
+    rpc_tx,
+    search,
+)
 
 log = logging.getLogger("akdevnet.rpc")
 
 COMET_VERSION = "0.38.21"
+APP_VERSION = "v2.0.0-akdevnet"
 NODE_ID = "d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3"
+BLOCKCHAIN_LIMIT = 20
+BROADCAST_COMMIT_TIMEOUT = 10.0
 BYTES_PARAMS = frozenset({"hash", "tx"})
 WEBSOCKET_ONLY = frozenset({"subscribe", "unsubscribe", "unsubscribe_all"})
 
@@ -68,14 +83,40 @@ def _bytes_param(value: Any, name: str) -> bytes:
 
 
 def _uri_param(name: str, value: str) -> str:
-    """A URI query value as its JSON-RPC form: quotes dropped, ``0x…`` hex bytes to base64."""
+    """A URI query value as its JSON-RPC form: quotes dropped, ``0x…`` hex bytes to base64
+    (``abci_query``'s ``data`` is hex in JSON-RPC: ``0x…`` as is, a quoted string as hex)."""
     text = value.strip('"')
+    if name == "data":
+        if text[:2].lower() == "0x":
+            return text[2:]
+        return text.encode().hex() if value.startswith('"') else text
     if name in BYTES_PARAMS and text[:2].lower() == "0x":
         try:
             return base64.b64encode(bytes.fromhex(text[2:])).decode()
         except ValueError as exc:
             raise _invalid(f"{name}: {value[:80]!r} is not hex") from exc
     return text
+
+
+def _int_param(params: dict[str, Any], name: str, default: int) -> int:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        raise _invalid(f"{name} must be a string or an integer, not {kind(raw)}")
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise _invalid(f"{name} {str(raw)[:80]!r} is not a number") from exc
+
+
+def _bool_param(params: dict[str, Any], name: str) -> bool:
+    raw = params.get(name)
+    if raw is None or raw in ("", "false", False):
+        return False
+    if raw in ("true", True):
+        return True
+    raise _invalid(f"{name} must be true or false, not {str(raw)[:80]!r}")
 
 
 def _offer(queue: asyncio.Queue[Doc], item: Doc) -> None:
@@ -92,14 +133,26 @@ class RPCServer:
     def __init__(self, app: App, *, node_address: str = "") -> None:
         self.app = app
         self.node_address = node_address
+        self.chain: Chain = app.chain
+        self.queries = QueryServices(app)
         self._subscribers: dict[asyncio.Queue[Doc], tuple[Any, str]] = {}
+        self._new_block = asyncio.Event()
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "status": self.status,
             "health": self.health,
+            "abci_info": self.abci_info,
+            "abci_query": self.abci_query,
             "block": self.block,
+            "blockchain": self.blockchain,
             "block_results": self.block_results,
+            "commit": self.commit,
+            "validators": self.validators,
+            "genesis": self.genesis,
             "tx": self.tx,
+            "tx_search": self.tx_search,
             "broadcast_tx_sync": self.broadcast_tx_sync,
+            "broadcast_tx_async": self.broadcast_tx_async,
+            "broadcast_tx_commit": self.broadcast_tx_commit,
         }
 
     def routes(self) -> web.Application:
@@ -182,6 +235,7 @@ class RPCServer:
     async def status(self, _: dict[str, Any]) -> Doc:
         app = self.app
         first = app.db.block(1)
+        latest_app_hash = self.chain.app_hash_after(app.height - 1).hex().upper()
         return {
             "node_info": {
                 "protocol_version": {"p2p": "8", "block": "11", "app": "0"},
@@ -195,48 +249,188 @@ class RPCServer:
             },
             "sync_info": {
                 "latest_block_hash": app.last_hash,
-                "latest_app_hash": "",
+                "latest_app_hash": latest_app_hash,
                 "latest_block_height": str(app.height),
                 "latest_block_time": app.last_time,
                 "earliest_block_hash": first[1] if first else "",
-                "earliest_app_hash": "",
+                "earliest_app_hash": self.chain.genesis_app_hash().hex().upper(),
                 "earliest_block_height": "1" if first else "0",
                 "earliest_block_time": first[0] if first else app.last_time,
                 "catching_up": False,
             },
             "validator_info": {
-                "address": NODE_ID[:40].upper(),
-                "pub_key": None,
-                "voting_power": "10",
+                key: value
+                for key, value in self.chain.validator.info().items()
+                if key != "proposer_priority"
             },
         }
 
-    def _header(self, height: int, time: str, block_hash: str, txs: int) -> Doc:
+    async def abci_info(self, _: dict[str, Any]) -> Doc:
         return {
-            "version": {"block": "11", "app": "0"},
-            "chain_id": self.app.chain_id,
-            "height": str(height),
-            "time": time,
-            "last_block_id": {"hash": "", "parts": {"total": 0, "hash": ""}},
-            "num_txs": str(txs),
-            "proposer_address": NODE_ID[:40].upper(),
-            "data_hash": block_hash,
+            "response": {
+                "data": "akash",
+                "version": APP_VERSION,
+                "app_version": "0",
+                "last_block_height": str(self.app.height),
+                "last_block_app_hash": base64.b64encode(self.app.app_hash).decode(),
+            }
         }
 
-    async def block(self, params: dict[str, Any]) -> Doc:
-        height = self._height(params)
+    async def abci_query(self, params: dict[str, Any]) -> Doc:
+        path = params.get("path")
+        if not isinstance(path, str) or not path:
+            raise _invalid("path must be a non-empty string")
+        data = params.get("data") or ""
+        if not isinstance(data, str):
+            raise _invalid(f"data must be a hex string, not {kind(data)}")
+        try:
+            request = bytes.fromhex(data)
+        except ValueError as exc:
+            raise _invalid(f"data: {data[:80]!r} is not hex") from exc
+        height = _int_param(params, "height", 0)
+        _bool_param(params, "prove")
+        answer: Doc = {
+            "code": 0,
+            "log": "",
+            "info": "",
+            "index": "0",
+            "key": None,
+            "value": None,
+            "proofOps": None,
+            "height": str(self.app.height),
+            "codespace": "",
+        }
+        try:
+            if height not in (0, self.app.height):
+                raise self._past_or_future(height)
+            value = self.queries.query(path, request)
+        except QueryFailure as failure:
+            return {
+                "response": answer
+                | {"code": failure.code, "codespace": failure.codespace, "log": failure.log}
+            }
+        return {"response": answer | {"value": base64.b64encode(value).decode()}}
+
+    def _past_or_future(self, height: int) -> QueryFailure:
+        """A query at another height than the latest: the devnet keeps no older state."""
+        if height > self.app.height:
+            return QueryFailure(
+                26,
+                "cannot query with height in the future; please provide a valid height: "
+                "invalid height",
+            )
+        return QueryFailure(
+            18, f"the devnet keeps only its latest state, not height {height}: invalid request"
+        )
+
+    def _header(self, height: int, time: str, txs: list[str]) -> Doc:
+        return self.chain.header(height, time, txs)
+
+    def _found(self, height: int) -> tuple[str, str, list[str], Doc]:
         found = self.app.db.block(height)
         if found is None:
             raise _internal(f"height {height} is not available")
-        time, block_hash, txs, _ = found
+        return found
+
+    async def block(self, params: dict[str, Any]) -> Doc:
+        height = self._height(params)
+        time, block_hash, txs, _ = self._found(height)
         return {
-            "block_id": {"hash": block_hash, "parts": {"total": 1, "hash": block_hash}},
+            "block_id": self.chain.block_id(block_hash),
             "block": {
-                "header": self._header(height, time, block_hash, len(txs)),
+                "header": self._header(height, time, txs),
                 "data": {"txs": txs},
                 "evidence": {"evidence": []},
-                "last_commit": None,
+                "last_commit": self.chain.commit(height - 1),
             },
+        }
+
+    async def blockchain(self, params: dict[str, Any]) -> Doc:
+        latest = self.app.height
+        low = _int_param(params, "minHeight", 0)
+        high = _int_param(params, "maxHeight", 0)
+        if low < 0 or high < 0:
+            raise _internal("heights must be non-negative")
+        high = min(latest, high or latest)
+        low = max(1, low, high - BLOCKCHAIN_LIMIT + 1)
+        if low > high:
+            raise _internal(f"min height {low} can't be greater than max height {high}")
+        metas = []
+        for height in range(high, low - 1, -1):
+            time, block_hash, txs, _ = self._found(height)
+            metas.append(
+                {
+                    "block_id": self.chain.block_id(block_hash),
+                    "block_size": str(sum(len(base64.b64decode(t)) for t in txs) + 512),
+                    "header": self._header(height, time, txs),
+                    "num_txs": str(len(txs)),
+                }
+            )
+        return {"last_height": str(latest), "block_metas": metas}
+
+    async def commit(self, params: dict[str, Any]) -> Doc:
+        height = self._height(params)
+        time, _, txs, _ = self._found(height)
+        return {
+            "signed_header": {
+                "header": self._header(height, time, txs),
+                "commit": self.chain.commit(height),
+            },
+            "canonical": height < self.app.height,
+        }
+
+    async def validators(self, params: dict[str, Any]) -> Doc:
+        height = self._height(params)
+        page = _int_param(params, "page", 1)
+        _int_param(params, "per_page", 30)
+        if page != 1:
+            raise _internal(f"page should be within [1, 1] range, given {page}")
+        return {
+            "block_height": str(height),
+            "validators": [self.chain.validator.info()],
+            "count": "1",
+            "total": "1",
+        }
+
+    async def genesis(self, _: dict[str, Any]) -> Doc:
+        app, validator = self.app, self.chain.validator
+        genesis = app.genesis
+        return {
+            "genesis": {
+                "genesis_time": genesis.genesis_time,
+                "chain_id": app.chain_id,
+                "initial_height": "1",
+                "consensus_params": consensus_params(),
+                "validators": [
+                    {
+                        "address": validator.info()["address"],
+                        "pub_key": validator.pub_key_json(),
+                        "power": validator.info()["voting_power"],
+                        "name": "akdevnet",
+                    }
+                ],
+                "app_hash": "",
+                "app_state": {
+                    "auth": {
+                        "accounts": [
+                            {"@type": "/cosmos.auth.v1beta1.BaseAccount", "address": a.address}
+                            for a in genesis.accounts
+                        ]
+                    },
+                    "bank": {
+                        "balances": [
+                            {
+                                "address": a.address,
+                                "coins": [
+                                    {"denom": d, "amount": str(n)}
+                                    for d, n in sorted(a.balances.items())
+                                ],
+                            }
+                            for a in genesis.accounts
+                        ]
+                    },
+                },
+            }
         }
 
     async def block_results(self, params: dict[str, Any]) -> Doc:
@@ -248,26 +442,86 @@ class RPCServer:
 
     async def tx(self, params: dict[str, Any]) -> Doc:
         digest = _bytes_param(params.get("hash"), "hash").hex().upper()
-        found = self.app.db.tx(digest)
-        if found is None:
+        prove = _bool_param(params, "prove")
+        found = self.app.db.txs(tx_hash=digest)
+        if not found:
             raise _internal(f"tx ({digest}) not found")
-        height, index, raw, result = found
+        return rpc_tx(self.app.db, found[0], prove=prove)
+
+    async def tx_search(self, params: dict[str, Any]) -> Doc:
+        query = params.get("query")
+        if not isinstance(query, str):
+            raise _invalid(f"query must be a string, not {kind(query)}")
+        try:
+            conditions = parse_query(query)
+        except QueryError as exc:
+            raise _internal(f"failed to parse query: {exc}") from exc
+        prove = _bool_param(params, "prove")
+        page = _int_param(params, "page", 1)
+        per_page = _int_param(params, "per_page", DEFAULT_PER_PAGE)
+        per_page = DEFAULT_PER_PAGE if per_page < 1 else min(per_page, MAX_PER_PAGE)
+        order = params.get("order_by") or "asc"
+        if order not in ("asc", "desc"):
+            raise _internal(f"expected order_by to be either `asc` or `desc` or empty, got {order}")
+        found = search(self.app.db, conditions)
+        if order == "desc":
+            found.reverse()
+        pages = max(1, -(-len(found) // per_page))
+        if not 1 <= page <= pages:
+            raise _internal(f"page should be within [1, {pages}] range, given {page}")
+        chunk = found[(page - 1) * per_page : page * per_page]
         return {
-            "hash": digest,
-            "height": str(height),
-            "index": index,
-            "tx_result": result,
-            "tx": raw,
+            "txs": [rpc_tx(self.app.db, row, prove=prove) for row in chunk],
+            "total_count": str(len(found)),
         }
 
     async def broadcast_tx_sync(self, params: dict[str, Any]) -> Doc:
         raw = _bytes_param(params.get("tx"), "tx")
         return self.app.check_tx(raw)
 
+    async def broadcast_tx_async(self, params: dict[str, Any]) -> Doc:
+        """Queue without waiting for CheckTx's verdict (the answer is code 0 and the hash)."""
+        raw = _bytes_param(params.get("tx"), "tx")
+        checked = self.app.check_tx(raw)
+        return checked | {"code": 0, "log": "", "codespace": ""}
+
+    async def broadcast_tx_commit(self, params: dict[str, Any]) -> Doc:
+        """CheckTx, then wait for the block that includes the transaction."""
+        raw = _bytes_param(params.get("tx"), "tx")
+        checked = self.app.check_tx(raw)
+        digest = checked["hash"]
+        check_tx = {k: v for k, v in checked.items() if k != "hash"} | {
+            "info": "",
+            "gas_wanted": "0",
+            "gas_used": "0",
+            "events": [],
+        }
+        if checked["code"] != 0:
+            return {"check_tx": check_tx, "tx_result": {}, "hash": digest, "height": "0"}
+        deadline = asyncio.get_running_loop().time() + BROADCAST_COMMIT_TIMEOUT
+        while True:
+            new_block = self._new_block
+            found = self.app.db.txs(tx_hash=digest)
+            if found:
+                row = found[0]
+                return {
+                    "check_tx": check_tx,
+                    "tx_result": row.result,
+                    "hash": digest,
+                    "height": str(row.height),
+                }
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise _internal("timed out waiting for tx to be included in a block")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(new_block.wait(), timeout=remaining)
+
     # -- websocket ------------------------------------------------------------------------
     def announce(self, block: BlockRecord) -> None:
-        """Push a new block's header to every subscriber."""
-        header = self._header(block.height, block.time, block.hash, len(block.txs))
+        """Push a new block's header to every subscriber; wake ``broadcast_tx_commit``s."""
+        self._new_block.set()
+        self._new_block = asyncio.Event()
+        header = self._header(block.height, block.time, block.txs)
         for queue in list(self._subscribers):
             _offer(queue, header)
 

@@ -34,6 +34,9 @@ class DevnetSettings(BaseSettings):
     home: Path = Field(default=Path(".akdevnet"), description="genesis, key files and chain state")
     rpc_listen: str = Field(default="127.0.0.1:26657", description="CometBFT RPC address")
     lcd_listen: str = Field(default="127.0.0.1:1317", description="Cosmos REST (LCD) address")
+    grpc_listen: str = Field(
+        default="", description="Cosmos gRPC query address (empty: no gRPC server)"
+    )
     block_time: Duration = Field(
         default=1.0, ge=0.005, le=60.0, description="time between blocks (250ms, 1s, 0.5)"
     )
@@ -46,6 +49,13 @@ class DevnetSettings(BaseSettings):
     @classmethod
     def _listen(cls, value: str) -> str:
         split_listen(value)
+        return value
+
+    @field_validator("grpc_listen")
+    @classmethod
+    def _optional_listen(cls, value: str) -> str:
+        if value:
+            split_listen(value)
         return value
 
     @property

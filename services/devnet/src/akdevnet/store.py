@@ -222,6 +222,26 @@ class Database(Reader):
         ).fetchone()
         return None if row is None else (row[0], row[1], row[2], json.loads(row[3]))
 
+    def txs(
+        self,
+        *,
+        tx_hash: str | None = None,
+        heights: tuple[int, int] = (0, 2**62),
+        containing: tuple[str, ...] = (),
+    ) -> list[TxRow]:
+        """Committed transactions in chain order, narrowed by hash, a height range and texts
+        their result must contain (a coarse filter; the caller checks what it asked for)."""
+        sql = "SELECT hash, height, idx, tx, result FROM txs WHERE height >= ? AND height <= ?"
+        args: list[Any] = [heights[0], heights[1]]
+        if tx_hash is not None:
+            sql += " AND hash = ?"
+            args.append(tx_hash.upper())
+        for text in containing:
+            sql += " AND instr(result, ?) > 0"
+            args.append(text)
+        rows = self._db.execute(sql + " ORDER BY height, idx", args).fetchall()
+        return [TxRow(h, height, i, tx, json.loads(r)) for h, height, i, tx, r in rows]
+
     def events(self, from_height: int = 0, to_height: int | None = None) -> list[LoggedEvent]:
         """The event log in chain order: each block's transactions, then the block's own."""
         rows = self._db.execute(
@@ -234,6 +254,15 @@ class Database(Reader):
             LoggedEvent(h, None if t < 0 else t, e, kind, json.loads(a))
             for h, t, e, kind, a in rows
         ]
+
+
+@dataclass(frozen=True)
+class TxRow:
+    hash: str
+    height: int
+    index: int
+    tx: str  # base64 TxRaw
+    result: Doc
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""A real devnet process for tests: its own home, free ports, fast blocks, kill and restart.
+"""A real devnet process for tests: its own home, free ports (RPC, LCD, gRPC), fast blocks, kill
+and restart.
 
     with DevnetProcess(tmp_path / "devnet", block_time="20ms") as devnet:
         devnet.rpc_url, devnet.lcd_url, devnet.signer("tenant-1")
@@ -42,11 +43,12 @@ class DevnetProcess(ServiceProcess):
     ) -> None:
         self.home = home
         self.block_time = block_time
-        self.rpc_port, self.lcd_port = free_port(), free_port()
+        self.rpc_port, self.lcd_port, self.grpc_port = free_port(), free_port(), free_port()
         self.settings = DevnetSettings(
             home=home,
             rpc_listen=f"127.0.0.1:{self.rpc_port}",
             lcd_listen=f"127.0.0.1:{self.lcd_port}",
+            grpc_listen=f"127.0.0.1:{self.grpc_port}",
             key_passphrase=TEST_PASSPHRASE,  # type: ignore[arg-type]
         )
         if not self.settings.genesis_path.exists():
@@ -56,6 +58,7 @@ class DevnetProcess(ServiceProcess):
         command = [
             sys.executable, "-m", "akdevnet", "start", "--home", str(home),
             "--rpc", self.settings.rpc_listen, "--lcd", self.settings.lcd_listen,
+            "--grpc", self.settings.grpc_listen,
             "--block-time", block_time,
         ]  # fmt: skip
         super().__init__(
@@ -79,6 +82,11 @@ class DevnetProcess(ServiceProcess):
     @property
     def lcd_url(self) -> str:
         return f"http://127.0.0.1:{self.lcd_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        """Cosmos gRPC queries (plain HTTP/2, as chain-sdk's ``createChainNodeSDK`` reads)."""
+        return f"http://127.0.0.1:{self.grpc_port}"
 
     def key_path(self, name: str) -> Path:
         return self.settings.keys_dir / f"{name}.json"

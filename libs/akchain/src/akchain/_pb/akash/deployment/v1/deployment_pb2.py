@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0akchain/_pb/akash/deployment/v1/deployment.proto\x12\x13\x61kash.deployment.v1\x1a\x1egoogle/protobuf/duration.proto\"+\n\x0c\x44\x65ploymentID\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x0c\n\x04\x64seq\x18\x02 \x01(\x04\"4\n\x07GroupID\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x0c\n\x04\x64seq\x18\x02 \x01(\x04\x12\x0c\n\x04gseq\x18\x03 \x01(\r\"F\n\x15\x44\x65ploymentReclamation\x12-\n\nmin_window\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"U\n\x16\x45ventDeploymentCreated\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\"U\n\x16\x45ventDeploymentUpdated\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\"F\n\x15\x45ventDeploymentClosed\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\"=\n\x11\x45ventGroupStarted\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupID\"<\n\x10\x45ventGroupPaused\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupID\"<\n\x10\x45ventGroupClosed\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupIDb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0akchain/_pb/akash/deployment/v1/deployment.proto\x12\x13\x61kash.deployment.v1\x1a\x1egoogle/protobuf/duration.proto\"+\n\x0c\x44\x65ploymentID\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x0c\n\x04\x64seq\x18\x02 \x01(\x04\"4\n\x07GroupID\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x0c\n\x04\x64seq\x18\x02 \x01(\x04\x12\x0c\n\x04gseq\x18\x03 \x01(\r\"F\n\x15\x44\x65ploymentReclamation\x12-\n\nmin_window\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"U\n\x16\x45ventDeploymentCreated\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\"U\n\x16\x45ventDeploymentUpdated\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\"F\n\x15\x45ventDeploymentClosed\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\"=\n\x11\x45ventGroupStarted\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupID\"<\n\x10\x45ventGroupPaused\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupID\"<\n\x10\x45ventGroupClosed\x12(\n\x02id\x18\x01 \x01(\x0b\x32\x1c.akash.deployment.v1.GroupID\"\xc1\x01\n\nDeployment\x12-\n\x02id\x18\x01 \x01(\x0b\x32!.akash.deployment.v1.DeploymentID\x12\x34\n\x05state\x18\x02 \x01(\x0e\x32%.akash.deployment.v1.Deployment.State\x12\x0c\n\x04hash\x18\x03 \x01(\x0c\x12\x12\n\ncreated_at\x18\x04 \x01(\x03\",\n\x05State\x12\x0b\n\x07invalid\x10\x00\x12\n\n\x06\x61\x63tive\x10\x01\x12\n\n\x06\x63losed\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,4 +50,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EVENTGROUPPAUSED']._serialized_end=645
   _globals['_EVENTGROUPCLOSED']._serialized_start=647
   _globals['_EVENTGROUPCLOSED']._serialized_end=707
+  _globals['_DEPLOYMENT']._serialized_start=710
+  _globals['_DEPLOYMENT']._serialized_end=903
+  _globals['_DEPLOYMENT_STATE']._serialized_start=859
+  _globals['_DEPLOYMENT_STATE']._serialized_end=903
 # @@protoc_insertion_point(module_scope)

@@ -1,6 +1,7 @@
 import datetime
 
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping
@@ -71,3 +72,23 @@ class EventGroupClosed(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     id: GroupID
     def __init__(self, id: _Optional[_Union[GroupID, _Mapping]] = ...) -> None: ...
+
+class Deployment(_message.Message):
+    __slots__ = ("id", "state", "hash", "created_at")
+    class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        invalid: _ClassVar[Deployment.State]
+        active: _ClassVar[Deployment.State]
+        closed: _ClassVar[Deployment.State]
+    invalid: Deployment.State
+    active: Deployment.State
+    closed: Deployment.State
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: DeploymentID
+    state: Deployment.State
+    hash: bytes
+    created_at: int
+    def __init__(self, id: _Optional[_Union[DeploymentID, _Mapping]] = ..., state: _Optional[_Union[Deployment.State, str]] = ..., hash: _Optional[bytes] = ..., created_at: _Optional[int] = ...) -> None: ...

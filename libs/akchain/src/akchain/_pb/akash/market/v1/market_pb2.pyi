@@ -119,3 +119,47 @@ class EventLeaseReclaimStarted(_message.Message):
     reason: LeaseClosedReason
     deadline: int
     def __init__(self, id: _Optional[_Union[LeaseID, _Mapping]] = ..., reason: _Optional[_Union[LeaseClosedReason, str]] = ..., deadline: _Optional[int] = ...) -> None: ...
+
+class Lease(_message.Message):
+    __slots__ = ("id", "state", "price", "created_at", "closed_on", "reason")
+    class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        invalid: _ClassVar[Lease.State]
+        active: _ClassVar[Lease.State]
+        insufficient_funds: _ClassVar[Lease.State]
+        closed: _ClassVar[Lease.State]
+    invalid: Lease.State
+    active: Lease.State
+    insufficient_funds: Lease.State
+    closed: Lease.State
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PRICE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_ON_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    id: LeaseID
+    state: Lease.State
+    price: _coin_pb2.DecCoin
+    created_at: int
+    closed_on: int
+    reason: LeaseClosedReason
+    def __init__(self, id: _Optional[_Union[LeaseID, _Mapping]] = ..., state: _Optional[_Union[Lease.State, str]] = ..., price: _Optional[_Union[_coin_pb2.DecCoin, _Mapping]] = ..., created_at: _Optional[int] = ..., closed_on: _Optional[int] = ..., reason: _Optional[_Union[LeaseClosedReason, str]] = ...) -> None: ...
+
+class LeaseFilters(_message.Message):
+    __slots__ = ("owner", "dseq", "gseq", "oseq", "provider", "state", "bseq")
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    DSEQ_FIELD_NUMBER: _ClassVar[int]
+    GSEQ_FIELD_NUMBER: _ClassVar[int]
+    OSEQ_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    BSEQ_FIELD_NUMBER: _ClassVar[int]
+    owner: str
+    dseq: int
+    gseq: int
+    oseq: int
+    provider: str
+    state: str
+    bseq: int
+    def __init__(self, owner: _Optional[str] = ..., dseq: _Optional[int] = ..., gseq: _Optional[int] = ..., oseq: _Optional[int] = ..., provider: _Optional[str] = ..., state: _Optional[str] = ..., bseq: _Optional[int] = ...) -> None: ...

@@ -26,29 +26,31 @@ from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from akchain._pb.cosmos.base.v1beta1 import coin_pb2 as akchain_dot___pb_dot_cosmos_dot_base_dot_v1beta1_dot_coin__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&akchain/_pb/cosmos/tx/v1beta1/tx.proto\x12\x11\x63osmos.tx.v1beta1\x1a\x19google/protobuf/any.proto\x1a*akchain/_pb/cosmos/base/v1beta1/coin.proto\"H\n\x05TxRaw\x12\x12\n\nbody_bytes\x18\x01 \x01(\x0c\x12\x17\n\x0f\x61uth_info_bytes\x18\x02 \x01(\x0c\x12\x12\n\nsignatures\x18\x03 \x03(\x0c\"`\n\x07SignDoc\x12\x12\n\nbody_bytes\x18\x01 \x01(\x0c\x12\x17\n\x0f\x61uth_info_bytes\x18\x02 \x01(\x0c\x12\x10\n\x08\x63hain_id\x18\x03 \x01(\t\x12\x16\n\x0e\x61\x63\x63ount_number\x18\x04 \x01(\x04\"V\n\x06TxBody\x12&\n\x08messages\x18\x01 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x0c\n\x04memo\x18\x02 \x01(\t\x12\x16\n\x0etimeout_height\x18\x03 \x01(\x04\"d\n\x08\x41uthInfo\x12\x33\n\x0csigner_infos\x18\x01 \x03(\x0b\x32\x1d.cosmos.tx.v1beta1.SignerInfo\x12#\n\x03\x66\x65\x65\x18\x02 \x01(\x0b\x32\x16.cosmos.tx.v1beta1.Fee\"x\n\nSignerInfo\x12(\n\npublic_key\x18\x01 \x01(\x0b\x32\x14.google.protobuf.Any\x12.\n\tmode_info\x18\x02 \x01(\x0b\x32\x1b.cosmos.tx.v1beta1.ModeInfo\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"|\n\x08ModeInfo\x12\x34\n\x06single\x18\x01 \x01(\x0b\x32\".cosmos.tx.v1beta1.ModeInfo.SingleH\x00\x1a\x33\n\x06Single\x12)\n\x04mode\x18\x01 \x01(\x0e\x32\x1b.cosmos.tx.v1beta1.SignModeB\x05\n\x03sum\"c\n\x03\x46\x65\x65\x12)\n\x06\x61mount\x18\x01 \x03(\x0b\x32\x19.cosmos.base.v1beta1.Coin\x12\x11\n\tgas_limit\x18\x02 \x01(\x04\x12\r\n\x05payer\x18\x03 \x01(\t\x12\x0f\n\x07granter\x18\x04 \x01(\t*;\n\x08SignMode\x12\x19\n\x15SIGN_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SIGN_MODE_DIRECT\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&akchain/_pb/cosmos/tx/v1beta1/tx.proto\x12\x11\x63osmos.tx.v1beta1\x1a\x19google/protobuf/any.proto\x1a*akchain/_pb/cosmos/base/v1beta1/coin.proto\"q\n\x02Tx\x12\'\n\x04\x62ody\x18\x01 \x01(\x0b\x32\x19.cosmos.tx.v1beta1.TxBody\x12.\n\tauth_info\x18\x02 \x01(\x0b\x32\x1b.cosmos.tx.v1beta1.AuthInfo\x12\x12\n\nsignatures\x18\x03 \x03(\x0c\"H\n\x05TxRaw\x12\x12\n\nbody_bytes\x18\x01 \x01(\x0c\x12\x17\n\x0f\x61uth_info_bytes\x18\x02 \x01(\x0c\x12\x12\n\nsignatures\x18\x03 \x03(\x0c\"`\n\x07SignDoc\x12\x12\n\nbody_bytes\x18\x01 \x01(\x0c\x12\x17\n\x0f\x61uth_info_bytes\x18\x02 \x01(\x0c\x12\x10\n\x08\x63hain_id\x18\x03 \x01(\t\x12\x16\n\x0e\x61\x63\x63ount_number\x18\x04 \x01(\x04\"V\n\x06TxBody\x12&\n\x08messages\x18\x01 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x0c\n\x04memo\x18\x02 \x01(\t\x12\x16\n\x0etimeout_height\x18\x03 \x01(\x04\"d\n\x08\x41uthInfo\x12\x33\n\x0csigner_infos\x18\x01 \x03(\x0b\x32\x1d.cosmos.tx.v1beta1.SignerInfo\x12#\n\x03\x66\x65\x65\x18\x02 \x01(\x0b\x32\x16.cosmos.tx.v1beta1.Fee\"x\n\nSignerInfo\x12(\n\npublic_key\x18\x01 \x01(\x0b\x32\x14.google.protobuf.Any\x12.\n\tmode_info\x18\x02 \x01(\x0b\x32\x1b.cosmos.tx.v1beta1.ModeInfo\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"|\n\x08ModeInfo\x12\x34\n\x06single\x18\x01 \x01(\x0b\x32\".cosmos.tx.v1beta1.ModeInfo.SingleH\x00\x1a\x33\n\x06Single\x12)\n\x04mode\x18\x01 \x01(\x0e\x32\x1b.cosmos.tx.v1beta1.SignModeB\x05\n\x03sum\"c\n\x03\x46\x65\x65\x12)\n\x06\x61mount\x18\x01 \x03(\x0b\x32\x19.cosmos.base.v1beta1.Coin\x12\x11\n\tgas_limit\x18\x02 \x01(\x04\x12\r\n\x05payer\x18\x03 \x01(\t\x12\x0f\n\x07granter\x18\x04 \x01(\t*;\n\x08SignMode\x12\x19\n\x15SIGN_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SIGN_MODE_DIRECT\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'akchain._pb.cosmos.tx.v1beta1.tx_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SIGNMODE']._serialized_start=843
-  _globals['_SIGNMODE']._serialized_end=902
-  _globals['_TXRAW']._serialized_start=132
-  _globals['_TXRAW']._serialized_end=204
-  _globals['_SIGNDOC']._serialized_start=206
-  _globals['_SIGNDOC']._serialized_end=302
-  _globals['_TXBODY']._serialized_start=304
-  _globals['_TXBODY']._serialized_end=390
-  _globals['_AUTHINFO']._serialized_start=392
-  _globals['_AUTHINFO']._serialized_end=492
-  _globals['_SIGNERINFO']._serialized_start=494
-  _globals['_SIGNERINFO']._serialized_end=614
-  _globals['_MODEINFO']._serialized_start=616
-  _globals['_MODEINFO']._serialized_end=740
-  _globals['_MODEINFO_SINGLE']._serialized_start=682
-  _globals['_MODEINFO_SINGLE']._serialized_end=733
-  _globals['_FEE']._serialized_start=742
-  _globals['_FEE']._serialized_end=841
+  _globals['_SIGNMODE']._serialized_start=958
+  _globals['_SIGNMODE']._serialized_end=1017
+  _globals['_TX']._serialized_start=132
+  _globals['_TX']._serialized_end=245
+  _globals['_TXRAW']._serialized_start=247
+  _globals['_TXRAW']._serialized_end=319
+  _globals['_SIGNDOC']._serialized_start=321
+  _globals['_SIGNDOC']._serialized_end=417
+  _globals['_TXBODY']._serialized_start=419
+  _globals['_TXBODY']._serialized_end=505
+  _globals['_AUTHINFO']._serialized_start=507
+  _globals['_AUTHINFO']._serialized_end=607
+  _globals['_SIGNERINFO']._serialized_start=609
+  _globals['_SIGNERINFO']._serialized_end=729
+  _globals['_MODEINFO']._serialized_start=731
+  _globals['_MODEINFO']._serialized_end=855
+  _globals['_MODEINFO_SINGLE']._serialized_start=797
+  _globals['_MODEINFO_SINGLE']._serialized_end=848
+  _globals['_FEE']._serialized_start=857
+  _globals['_FEE']._serialized_end=956
 # @@protoc_insertion_point(module_scope)

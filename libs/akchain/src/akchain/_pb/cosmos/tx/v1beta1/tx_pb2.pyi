@@ -16,6 +16,16 @@ class SignMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 SIGN_MODE_UNSPECIFIED: SignMode
 SIGN_MODE_DIRECT: SignMode
 
+class Tx(_message.Message):
+    __slots__ = ("body", "auth_info", "signatures")
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    AUTH_INFO_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURES_FIELD_NUMBER: _ClassVar[int]
+    body: TxBody
+    auth_info: AuthInfo
+    signatures: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, body: _Optional[_Union[TxBody, _Mapping]] = ..., auth_info: _Optional[_Union[AuthInfo, _Mapping]] = ..., signatures: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class TxRaw(_message.Message):
     __slots__ = ("body_bytes", "auth_info_bytes", "signatures")
     BODY_BYTES_FIELD_NUMBER: _ClassVar[int]
