@@ -596,14 +596,6 @@ async def chain(suite: Provider) -> AsyncIterator[DevnetClients]:
         yield clients
 
 
-def server_certificate(suite: Provider) -> bytes:
-    [pem] = suite.gateway.tls_dir.glob("*.pem")
-    text = pem.read_bytes()
-    start = text.index(b"-----BEGIN CERTIFICATE-----")
-    end = text.index(b"-----END CERTIFICATE-----") + len(b"-----END CERTIFICATE-----")
-    return text[start:end] + b"\n"
-
-
 def assign_address(suite: Provider, lease: LeaseID) -> None:
     """Give the lease's leased-IP Service an address, as MetalLB does (kubesim has none)."""
     api = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -648,7 +640,7 @@ async def test_akash_s_provider_client_reads_status_screening_and_lease_calls(
     bearer = (("authorization", f"Bearer {token}"),)
     shape_ = parse_sdl(SDL_TEXT)
     [lease] = await leased(suite, tenant, shape_)
-    creds = grpc.ssl_channel_credentials(root_certificates=server_certificate(suite))
+    creds = grpc.ssl_channel_credentials(root_certificates=suite.gateway.server_certificate())
     async with grpc.aio.secure_channel(suite.gateway.grpc_target, creds) as channel:
         leases = lease_pb2_grpc.LeaseRPCStub(channel)
         providers = provider_pb2_grpc.ProviderRPCStub(channel)

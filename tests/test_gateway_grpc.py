@@ -53,18 +53,9 @@ async def chain(suite: Provider) -> AsyncIterator[DevnetClients]:
         yield clients
 
 
-def server_certificate(suite: Provider) -> bytes:
-    """The provider's certificate (without its key), to trust the gateway with."""
-    [pem] = suite.gateway.tls_dir.glob("*.pem")
-    text = pem.read_bytes()
-    start = text.index(b"-----BEGIN CERTIFICATE-----")
-    end = text.index(b"-----END CERTIFICATE-----") + len(b"-----END CERTIFICATE-----")
-    return text[start:end] + b"\n"
-
-
 @pytest.fixture
 async def channel(suite: Provider) -> AsyncIterator[grpc.aio.Channel]:
-    creds = grpc.ssl_channel_credentials(root_certificates=server_certificate(suite))
+    creds = grpc.ssl_channel_credentials(root_certificates=suite.gateway.server_certificate())
     async with grpc.aio.secure_channel(suite.gateway.grpc_target, creds) as channel:
         yield channel
 
@@ -73,7 +64,7 @@ class Reflected:
     """The server's messages, learned over reflection (synchronously, as grpcurl does)."""
 
     def __init__(self, suite: Provider) -> None:
-        creds = grpc.ssl_channel_credentials(root_certificates=server_certificate(suite))
+        creds = grpc.ssl_channel_credentials(root_certificates=suite.gateway.server_certificate())
         self._channel = grpc.secure_channel(suite.gateway.grpc_target, creds)
         self.database = ProtoReflectionDescriptorDatabase(self._channel)
         self.pool = descriptor_pool.DescriptorPool(self.database)
@@ -276,7 +267,9 @@ async def test_a_client_certificate_authenticates_a_call_as_a_token_does(
 
     def mtls(cert: bytes, key: bytes) -> grpc.ChannelCredentials:
         return grpc.ssl_channel_credentials(
-            root_certificates=server_certificate(suite), private_key=key, certificate_chain=cert
+            root_certificates=suite.gateway.server_certificate(),
+            private_key=key,
+            certificate_chain=cert,
         )
 
     async def screen(creds: grpc.ChannelCredentials, **kwargs: Any) -> Any:

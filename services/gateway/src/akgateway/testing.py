@@ -90,6 +90,15 @@ class GatewayProcess(RuntimeProcess):
     def grpc_target(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
+    def server_certificate(self) -> bytes:
+        """The provider's certificate (without its key) from the TLS folder, PEM: what a
+        client trusts the gateway with."""
+        [pem] = self.tls_dir.glob("*.pem")
+        text = pem.read_bytes()
+        start = text.index(b"-----BEGIN CERTIFICATE-----")
+        end = text.index(b"-----END CERTIFICATE-----") + len(b"-----END CERTIFICATE-----")
+        return text[start:end] + b"\n"
+
     @property
     def dashboard_url(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
