@@ -28,7 +28,7 @@ def _uuid5_by_hand(name: str) -> bytes:
     """RFC 4122 §4.3 name-based UUID, version 5: SHA-1 over the DNS namespace's bytes and
     the name, the version and variant bits set (Go's ``uuid.NewSHA1``)."""
     namespace = bytes.fromhex("6ba7b8109dad11d180b400c04fd430c8")  # RFC 4122 NameSpace_DNS
-    digest = bytearray(hashlib.sha1(namespace + name.encode()).digest()[:16])  # noqa: S324
+    digest = bytearray(hashlib.sha1(namespace + name.encode()).digest()[:16])  # noqa: S324 - RFC 4122 v5 is SHA-1
     digest[6] = (digest[6] & 0x0F) | 0x50
     digest[8] = (digest[8] & 0x3F) | 0x80
     return bytes(digest)

@@ -29,10 +29,10 @@ status code matching the REST answer (400 → INVALID_ARGUMENT, 401 → UNAUTHEN
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import datetime as dt
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -58,6 +58,7 @@ from akgateway.domain.lease_rpc import lease_of, manifest_from_pb, status_respon
 from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
 from akgateway.grpcfront import PeerCertificates
+from akgateway.leasepods import merged, running_pods
 from akgateway.routes import ask, lease_report
 from aktypes.duration import go_duration
 from aktypes.events import (
@@ -298,15 +299,11 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
 
     async def _pods(self, lease_id: LeaseID, services: list[str]) -> list[Pod]:
         try:
-            pods = await self._kube().pods(lease_id, services)
+            return await running_pods(self._kube(), lease_id, services)
         except LeaseGone as exc:
             raise NotFound(str(exc)) from None
         except KubeError as exc:
             raise Unavailable(str(exc)) from None
-        missing = sorted(set(services) - {p.service for p in pods})
-        if missing:
-            raise NotFound(f"lease {lease_id} has no running service {', '.join(missing)}")
-        return pods
 
     async def ServiceLogs(  # noqa: N802
         self, request: lease.ServiceLogsRequest, context: Context
@@ -318,24 +315,21 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         async def work() -> lease.ServiceLogsResponse:
             services = list(request.services)
             lease_id = await self._lease(context, request, "logs", services)
-            entries: list[lease.ServiceLogs] = []
+            # the newest entries that fit, kept while reading: memory stays within the budget
+            entries: collections.deque[tuple[int, lease.ServiceLogs]] = collections.deque()
+            budget, used = self.gateway.settings.gateway_max_body, 0
             try:
                 for pod in await self._pods(lease_id, services):
-                    entries.extend(
-                        [
-                            lease.ServiceLogs(name=pod.name, logs=line.encode())
-                            async for line in self._kube().logs(pod, follow=False, tail=None)
-                        ]
-                    )
+                    async for line in self._kube().logs(pod, follow=False, tail=None):
+                        entry = lease.ServiceLogs(name=pod.name, logs=line.encode())
+                        size = entry.ByteSize() + 8  # the entry's tag and length
+                        entries.append((size, entry))
+                        used += size
+                        while used > budget:
+                            used -= entries.popleft()[0]
             except KubeError as exc:
                 raise Unavailable(str(exc)) from None
-            budget, kept = self.gateway.settings.gateway_max_body, 0
-            for entry in reversed(entries):
-                budget -= entry.ByteSize() + 8  # the entry's tag and length
-                if budget < 0:
-                    break
-                kept += 1
-            return lease.ServiceLogsResponse(services=entries[len(entries) - kept :])
+            return lease.ServiceLogsResponse(services=[entry for _, entry in entries])
 
         return await _answer(context, work())
 
@@ -358,7 +352,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
             return kube.logs(pod, follow=True, tail=None)
 
         try:
-            async for pod, line in _merged(pods, source):
+            async for pod, line in merged(pods, source):
                 yield lease.ServiceLogsResponse(
                     services=[lease.ServiceLogs(name=pod.name, logs=line.encode())]
                 )
@@ -380,39 +374,6 @@ def _interval(context: Context) -> float:
             "(examples: 5s, 1m)"
         )
     return float(seconds)
-
-
-async def _merged(
-    pods: list[Pod], source: Callable[[Pod], AsyncIterator[str]]
-) -> AsyncIterator[tuple[Pod, str]]:
-    """Every pod's lines as they come, through one bounded queue (a slow caller slows its
-    own stream only); ends when every source has ended, raises what a source raised."""
-    queue: asyncio.Queue[tuple[Pod, str] | None] = asyncio.Queue(64)
-
-    async def drain(pod: Pod) -> None:
-        lines = source(pod)
-        try:
-            async for line in lines:
-                await queue.put((pod, line))
-        finally:
-            if isinstance(lines, AsyncGenerator):  # closed now: its reader thread stops
-                await lines.aclose()
-
-    async def all_of() -> None:
-        try:
-            await asyncio.gather(*(drain(p) for p in pods))
-        finally:
-            await queue.put(None)
-
-    task = asyncio.create_task(all_of())
-    try:
-        while (item := await queue.get()) is not None:
-            yield item
-        await task  # raises what a source raised
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _without_time(message: provider.Status) -> bytes:

@@ -11,6 +11,7 @@ the trust store current. The gateway keeps no state: every answer comes from the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import ssl
@@ -19,6 +20,7 @@ from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
 from akgateway.adapters.kube import LeaseCluster, api_client
 from akgateway.app import create_app
+from akgateway.buildinfo import build_info
 from akgateway.context import Gateway
 from akgateway.dashboard import DashboardFeed, create_dashboard
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
@@ -57,6 +59,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     settings = rt.settings
     address = await rt.provider_address(settings.provider_address)
     own = load_certificate(settings, address)
+    await asyncio.to_thread(build_info)  # read once, here: it may ask git, which blocks
     context = server_context(settings.certificate_path(address))
     sock = bind(*settings.listen(), "AP_GATEWAY_LISTEN")  # a busy port fails now, not later
     lcd = await rt.resource(LCDClient(settings.api))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -27,6 +27,7 @@ from akgateway.auth import identify, tenant_of
 from akgateway.context import Gateway
 from akgateway.domain import streams
 from akgateway.errors import ApiError, BadRequest, NotFound, Unavailable
+from akgateway.leasepods import merged, running_pods
 from aktypes.ids import MAX_UINT32, MAX_UINT64, LeaseID
 
 log = logging.getLogger("akgateway.websockets")
@@ -112,37 +113,6 @@ async def _serve(
             await websocket.close(code, reason[:120])
 
 
-async def _pods(kube: LeaseCluster, lease: LeaseID, services: list[str]) -> list[Pod]:
-    pods = await kube.pods(lease, services)
-    missing = sorted(set(services) - {p.service for p in pods})
-    if missing:
-        raise NotFound(f"lease {lease} has no running service {', '.join(missing)}")
-    return pods
-
-
-async def _merge(sources: list[AsyncIterator[str]], sink: Callable[[str], Awaitable[None]]) -> None:
-    """Send what every source yields, as it comes, through one bounded queue."""
-    queue: asyncio.Queue[str] = asyncio.Queue(64)
-
-    async def drain(source: AsyncIterator[str]) -> None:
-        async for item in source:
-            await queue.put(item)
-
-    async def send() -> None:
-        while True:
-            await sink(await queue.get())
-
-    sender = asyncio.create_task(send())
-    try:
-        await asyncio.gather(*(drain(s) for s in sources))
-        while not queue.empty():
-            await asyncio.sleep(0.01)
-    finally:
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sender
-
-
 @router.websocket(f"{LEASE}/logs")
 async def logs(websocket: WebSocket) -> None:
     try:
@@ -160,8 +130,9 @@ async def logs(websocket: WebSocket) -> None:
             yield streams.log_frame(pod.name, line)
 
     async def work() -> int:
-        pods = await _pods(kube, lease, query.services)
-        await _merge([lines(p) for p in pods], websocket.send_text)
+        pods = await running_pods(kube, lease, query.services)
+        async for _, frame in merged(pods, lines):
+            await websocket.send_text(frame)
         if query.follow:  # the streams ended while following: the pods went away
             await kube.pods(lease)  # LeaseGone when the lease went with them
         return 1000
@@ -205,7 +176,7 @@ async def shell(websocket: WebSocket) -> None:
     kube, lease = opened
 
     async def work() -> int:
-        pods = [p for p in await _pods(kube, lease, [query.service]) if p.ready]
+        pods = [p for p in await running_pods(kube, lease, [query.service]) if p.ready]
         if not pods:
             raise KubeError(f"service {query.service} has no ready replica")
         if query.pod_index >= len(pods):
