@@ -341,11 +341,24 @@ def test_events_follow_prints_new_events_until_ctrl_c(redis_url: str) -> None:
             assert SEEDED_LINES[1] in next_line(lines, timeout_s=10)
         finally:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
+            stopped = stop(process)
             reader.join(timeout=10)
         stderr = process.stderr.read()
+    assert stopped, f"Ctrl-C did not stop --follow within 30 s: {stderr}"
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr and "Aborted" not in stderr
+
+
+def stop(process: subprocess.Popen[str]) -> bool:
+    """Whether the process ended within 30 s of its signal; killed if not, so that a test
+    that already timed out cannot wait for it forever."""
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
+    return True
 
 
 def pump(out: IO[str], lines: queue.Queue[str]) -> None:
