@@ -409,7 +409,9 @@ def test_without_a_sandbox_nothing_runs(tmp_path: Path, caplog: pytest.LogCaptur
     caplog.set_level(logging.INFO)
     marker = tmp_path / "ran"
     with ThreadedKubeSim(sandbox=Sandbox(bwrap=str(tmp_path / "no-bwrap"))) as sim:
-        assert "no sandbox can be made" in caplog.text
+        assert sim.running.api.execs.sandbox.reason == (
+            f"bubblewrap is not installed ({tmp_path}/no-bwrap not found)"
+        )
         api = config.new_client_from_config(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
         core = client.CoreV1Api(api)
         core.create_namespace({"metadata": {"name": "test"}})

@@ -77,8 +77,13 @@ class Sandbox:
         self._as_root = os.geteuid() == 0
 
     def prepare(self) -> None:
-        """Build the busybox root and run `true` in a sandbox once; log which mode this is."""
+        """Build the busybox root and run `true` in a sandbox once: `reason` is None if
+        that worked, else why not."""
         self.reason = self._prepare()
+
+    def log_mode(self) -> None:
+        """One line: whether commands run sandboxed, and as whom; or why every exec is
+        refused."""
         if self.reason is None:
             per_pod = "a uid of each pod's own" if self._as_root else "kubesim's own user"
             log.info("exec: commands run in a bubblewrap sandbox over busybox, as %s", per_pod)
