@@ -75,6 +75,7 @@ class Sandbox:
         self.reason: str | None = "the sandbox is not prepared yet"
         self._bwrap_path = ""
         self._as_root = os.geteuid() == 0
+        self.proc = True  # a procfs of the sandbox's own; False where none can be mounted
 
     def prepare(self) -> None:
         """Build the busybox root and run `true` in a sandbox once: `reason` is None if
@@ -86,7 +87,10 @@ class Sandbox:
         refused."""
         if self.reason is None:
             per_pod = "a uid of each pod's own" if self._as_root else "kubesim's own user"
-            log.info("exec: commands run in a bubblewrap sandbox over busybox, as %s", per_pod)
+            proc = "" if self.proc else " (without /proc: this machine's cannot be remounted)"
+            log.info(
+                "exec: commands run in a bubblewrap sandbox over busybox, as %s%s", per_pod, proc
+            )
         else:
             log.warning("exec: no sandbox can be made (%s): every exec is refused", self.reason)
 
@@ -107,6 +111,15 @@ class Sandbox:
             self.root = _busybox_root(Path(busybox))
         except (OSError, subprocess.SubprocessError) as exc:
             return f"cannot build a root from {busybox}: {exc}"
+        failure = self._probe()
+        if failure is not None and "mount proc" in failure:
+            # a container's masked /proc forbids a fresh procfs: go without one
+            self.proc = False
+            failure = self._probe()
+        return failure
+
+    def _probe(self) -> str | None:
+        bwrap = self._bwrap_path
         launch = self.launch(["true"], {}, hostname="probe", pod_uid="probe", memory=None)
         try:
             done = subprocess.run(  # noqa: S603 - our own argument list
@@ -160,7 +173,7 @@ class Sandbox:
         options = [
             "--unshare-all", "--die-with-parent", "--new-session",
             "--ro-bind", str(self.root), "/",
-            "--proc", "/proc", "--dev", "/dev",
+            *(["--proc", "/proc"] if self.proc else []), "--dev", "/dev",
             "--size", str(limits.tmp_size), "--tmpfs", TMP, "--chdir", TMP,
             "--uid", "0", "--gid", "0", "--hostname", hostname[:63] or "pod",
             "--clearenv",
