@@ -29,6 +29,11 @@ RUN --mount=type=secret,id=ca_bundle \
     /opt/uv/bin/uv sync --frozen --no-dev --all-packages --no-editable
 
 FROM python AS runtime
+# bubblewrap and a static busybox: kubesim runs a pod's exec in a sandbox made of them
+RUN apt-get update -qq && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      bubblewrap busybox-static && \
+    rm -rf /var/lib/apt/lists/*
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/akash akash \
     && mkdir -p /data && chown akash:akash /data
 COPY --from=build /opt/venv /opt/venv

@@ -406,6 +406,36 @@ async def test_a_shell_runs_commands_with_their_exit_code_and_stdin(
     assert refused.value.status == 400
 
 
+async def test_a_shell_reaches_nothing_of_the_providers(
+    suite: Provider, chain: DevnetClients, web_lease: tuple[LeaseID, ClientCertificate]
+) -> None:
+    """From the tenant's own shell: no key or state file, no process's environment, no
+    Redis socket, no cluster API — kubesim runs it in its sandbox."""
+    lease, certificate = web_lease
+    tenant = chain.tenant("tenant-1")
+    await available(suite, tenant, certificate, sdl(cpu=0.25, count=2), lease)
+    redis_socket = suite.redis_url.removeprefix("unix://")
+    probe = (
+        f"cat {suite.devnet.key_path('provider')} && echo KEY-READ; "
+        f"ls {suite.tmp} {suite.devnet.home} && echo STATE-LISTED; "
+        "cat /proc/*/environ | grep -a AP_ && echo ENV-READ; env | grep AP_ && echo ENV-READ; "
+        f"ls {redis_socket} && echo REDIS-SEEN; "
+        f"echo GET | nc -w 2 127.0.0.1 {suite.kubesim.port} && echo KUBE-REACHED; "
+        "echo probed"
+    )
+    url = wss(suite, lease, "shell?service=web&podIndex=0&tty=0&stdin=0&cmd0=sh&cmd1=-c&cmd2=")
+    async with websocket(tenant, url + quote(probe, safe=""), certificate=certificate) as socket:
+        got, _ = await frames(socket, lambda got: bool(got) and got[-1][0] == 102, 30)
+    out = b"".join(f[1:] for f in got if f[0] in {100, 101}).decode()
+    assert "probed" in out
+    for leak in ("KEY-READ", "STATE-LISTED", "ENV-READ", "REDIS-SEEN", "KUBE-REACHED"):
+        assert leak not in out, out
+    assert "can't connect" in out  # no network at all, not even to this machine
+    log = (suite.tmp / "kubesim" / "kubesim.log").read_text()
+    assert "exec: commands run in a bubblewrap sandbox over busybox" in log
+    assert probe not in log  # the command line is not logged, only its name
+
+
 # -- who may call what --------------------------------------------------------------------
 
 ROUTES: list[tuple[str, str, str]] = [

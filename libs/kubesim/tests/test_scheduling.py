@@ -367,7 +367,7 @@ def test_pod_logs_and_exec(cluster_api: client.ApiClient, ns: str) -> None:
         _preload_content=False,
     )
     ws.run_forever(timeout=20)
-    assert ws.read_stdout() == "hi\n"  # a local process runs it (kubesim.execs)
+    assert ws.read_stdout() == "hi\n"  # run in kubesim's exec sandbox (kubesim.execs)
     assert ws.returncode == 0
     ws.sock.shutdown()  # websocket-client leaves the socket open once the server closed
 

@@ -15,6 +15,7 @@ import typer
 from kubesim.authz import Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import CONTROLLERS, ControllerSettings
+from kubesim.sandbox import Sandbox
 from kubesim.sim import KubeSim
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -62,6 +63,12 @@ def serve(
             "its token only over https"
         ),
     ] = False,
+    bwrap: Annotated[
+        str, typer.Option(help="bubblewrap, which sandboxes pod execs (refused without it)")
+    ] = "bwrap",
+    busybox: Annotated[
+        str, typer.Option(help="a static busybox: the sandbox's only programs")
+    ] = "busybox",
 ) -> None:
     """Serve the Kubernetes API on HOST:PORT until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -93,6 +100,7 @@ def serve(
                     users=known,
                     tls=tls,
                     tls_hosts=[urlsplit(server_url).hostname or ""] if server_url else [],
+                    sandbox=Sandbox(bwrap, busybox),
                 ),
                 kubeconfig,
                 server_url,
@@ -147,6 +155,7 @@ async def _serve(sim: KubeSim, kubeconfig: Path | None, server_url: str = "") ->
         )
         if kubeconfig is not None:
             log.info("kubeconfig written to %s", kubeconfig)
+        sim.api.execs.sandbox.log_mode()
         with contextlib.suppress(asyncio.CancelledError):
             await stop.wait()
     log.info("kubesim stopped")

@@ -1,4 +1,4 @@
-"""Pod exec: `pods/{name}/exec` over a websocket, the command run as a local process.
+"""Pod exec: `pods/{name}/exec` over a websocket, the command run in a sandbox.
 
 The request is the kubelet's: repeated `command` (the argv), `container`, `stdin`, `stdout`,
 `stderr` and `tty`, upgraded to a websocket speaking `v5.channel.k8s.io`, `v4.channel.k8s.io`
@@ -6,13 +6,14 @@ or `channel.k8s.io` (v1). Every frame is binary with a channel for its first byt
 1 stdout, 2 stderr, 3 the closing status, 4 a terminal resize (`{"Width":w,"Height":h}`), and
 on v5 255 to close a stream (the client's stdin: `[255, 0]`).
 
-The argv runs on this machine — in a temp directory, with a minimal environment plus the
-container's plain `env` values — in a process group of its own: on a pty when `tty` (stdout
-and stderr merged on channel 1, resizes applied to it), on pipes otherwise. Its exit is
-reported on channel 3 as the kubelet does (`Success`, `NonZeroExitCode` with the code, an
-`InternalError` when it cannot start) and the websocket is closed. The process group is
-killed when the command exits, when the client goes away, when the server stops, or after
-`timeout` seconds.
+The argv runs in the exec sandbox (kubesim.sandbox: bubblewrap over a busybox root, no host
+file, no network, the container's plain `env` values only, rlimits) in a process group of
+its own: on a pty when `tty` (stdout and stderr merged on channel 1, resizes applied to
+it), on pipes otherwise. Its exit is reported on channel 3 as the kubelet does (`Success`,
+`NonZeroExitCode` with the code, an `InternalError` when it cannot start — or when no
+sandbox can be made on this machine: then nothing runs) and the websocket is closed. The
+sandbox is killed when the command exits, when the client goes away, when the server
+stops, or after `timeout` seconds.
 """
 
 from __future__ import annotations
@@ -21,24 +22,28 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import secrets
 import signal
 import struct
-import tempfile
 import termios
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from aiohttp import WSMsgType, web
+from aiohttp.abc import AbstractAccessLogger
 
-from kubesim import errors, inputs
+from kubesim import errors, inputs, quantity
+from kubesim.sandbox import Sandbox, as_user
+
+log = logging.getLogger("kubesim")
 
 V5, V4, V1 = "v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io"
 PROTOCOLS = (V5, V4, V1)  # in order of preference
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CHUNK = 32 * 1024
 DRAIN = 5.0  # how long the output may take to arrive once the command has exited
 
@@ -67,9 +72,14 @@ class ExecOptions:
 
 
 class ExecRunner:
-    def __init__(self, timeout: float = 3600.0) -> None:
+    def __init__(self, timeout: float = 3600.0, sandbox: Sandbox | None = None) -> None:
         self.timeout = timeout
+        self.sandbox = sandbox or Sandbox()
         self._running: dict[_Session, asyncio.Task[Any]] = {}
+
+    def prepare(self) -> None:
+        """Make the sandbox (off the event loop's hot path: once, at start)."""
+        self.sandbox.prepare()
 
     async def close(self) -> None:
         """Kill every command still running and let its exec end: the server is stopping."""
@@ -77,6 +87,7 @@ class ExecRunner:
             session.kill()
         if self._running:
             await asyncio.wait(self._running.values(), timeout=DRAIN)
+        self.sandbox.close()
 
     async def respond(
         self,
@@ -96,13 +107,10 @@ class ExecRunner:
         protocol = _negotiate(request.headers.get("Sec-WebSocket-Protocol"))
         ws = web.WebSocketResponse(protocols=(protocol,) if protocol else ())
         await ws.prepare(request)
-        env = {
-            "PATH": PATH,
-            "HOSTNAME": pod["metadata"]["name"],
-            **({"TERM": "xterm"} if options.tty else {}),
-            **{e["name"]: e["value"] for e in container.get("env") or [] if "value" in e},
-        }
-        session = _Session(ws, protocol or V1, options, env)
+        env = {e["name"]: e["value"] for e in container.get("env") or [] if "value" in e}
+        session = _Session(
+            ws, protocol or V1, options, env=env, sandbox=self.sandbox, pod=pod, container=container
+        )
         task = asyncio.current_task()
         if task is not None:
             self._running[session] = task
@@ -111,6 +119,30 @@ class ExecRunner:
         finally:
             self._running.pop(session, None)
         return ws
+
+
+class AccessLog(AbstractAccessLogger):
+    """A line per request, as aiohttp's own; an exec's command reduced to its name."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(
+            '%s "%s %s" %d %.3fs',
+            request.remote,
+            request.method,
+            _loggable(request),
+            response.status,
+            time,
+        )
+
+
+def _loggable(request: web.BaseRequest) -> str:
+    if not request.path.endswith(("/exec", "/attach")):
+        return request.path_qs
+    commands = request.query.getall("command", [])
+    kept = [(k, v) for k, v in request.query.items() if k != "command"]
+    if commands:
+        kept.insert(0, ("command", commands[0].rsplit("/", 1)[-1][:64]))
+    return f"{request.path}?{urlencode(kept)}"
 
 
 def _check_running(
@@ -148,70 +180,104 @@ class _Session:
     """One exec: the process, its output pumped to the client, the client's frames to it."""
 
     def __init__(
-        self, ws: web.WebSocketResponse, protocol: str, options: ExecOptions, env: dict[str, str]
+        self,
+        ws: web.WebSocketResponse,
+        protocol: str,
+        options: ExecOptions,
+        *,
+        env: dict[str, str],
+        sandbox: Sandbox,
+        pod: dict[str, Any],
+        container: dict[str, Any],
     ) -> None:
         self.ws = ws
         self.protocol = protocol
         self.options = options
         self.env = env
+        self.sandbox = sandbox
+        self.pod = pod
+        self.container = container
         self.process: asyncio.subprocess.Process | None = None
         self.pty: int | None = None  # the pty's master side, with tty
 
     async def run(self, timeout: float) -> None:
-        with tempfile.TemporaryDirectory(prefix="kubesim-exec-", ignore_cleanup_errors=True) as cwd:
-            try:
-                process = await self._start(cwd)
-            except OSError as exc:
-                await self._finish(_start_failure(self.options.command[0], exc))
-                return
-            first = STDOUT if self.options.stdout else STDERR if self.options.stderr else ERROR
-            await self._send(first, b"")  # as the kubelet does: the streams are open
-            pumps = [asyncio.create_task(self._pump(ch, src)) for ch, src in self._outputs()]
-            inbox = asyncio.create_task(self._receive())
-            exited = asyncio.create_task(process.wait())
-            try:
-                await asyncio.wait(
-                    {exited, inbox}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-                self.kill()  # on time out or the client gone; else whatever it left behind
-                code = await exited
-                await asyncio.wait(pumps, timeout=DRAIN)
-                await self._finish(_exit_status(self.options.command, code))
-                await inbox
-            finally:
-                if process.returncode is None:  # cancelled: the server is going away
-                    self.kill()
-                for task in (*pumps, inbox, exited):
-                    task.cancel()
-                if process.stdin is not None:
-                    process.stdin.close()
-                if self.pty is not None:  # closed once its reader has let go of it
-                    _close_after(self.pty, pumps)
-
-    async def _start(self, cwd: str) -> asyncio.subprocess.Process:
-        argv, pipe = self.options.command, asyncio.subprocess.PIPE
-        if not self.options.tty:
-            self.process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=pipe if self.options.stdin else asyncio.subprocess.DEVNULL,
-                stdout=pipe if self.options.stdout else asyncio.subprocess.DEVNULL,
-                stderr=pipe if self.options.stderr else asyncio.subprocess.DEVNULL,
-                cwd=cwd,
-                env=self.env,
-                start_new_session=True,
-            )
-            return self.process
-        master, slave = os.openpty()
+        program = self.options.command[0]
+        if self.sandbox.reason is not None:
+            log.warning("exec %s refused: no sandbox (%s)", _name(program), self.sandbox.reason)
+            await self._finish(_no_sandbox(self.sandbox.reason))
+            return
+        if not self.sandbox.found(program):
+            await self._finish(_start_failure(program, FileNotFoundError()))
+            return
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                *argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=self.env,
-                start_new_session=True,
-            )  # fmt: skip
-        except OSError:
-            os.close(master)
-            raise
+            process = await self._start()
+        except OSError as exc:
+            log.warning("exec %s cannot start: %s", _name(program), exc.strerror or exc)
+            await self._finish(_start_failure(program, exc))
+            return
+        first = STDOUT if self.options.stdout else STDERR if self.options.stderr else ERROR
+        await self._send(first, b"")  # as the kubelet does: the streams are open
+        pumps = [asyncio.create_task(self._pump(ch, src)) for ch, src in self._outputs()]
+        inbox = asyncio.create_task(self._receive())
+        exited = asyncio.create_task(process.wait())
+        try:
+            await asyncio.wait(
+                {exited, inbox}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            self.kill()  # on time out or the client gone; else whatever it left behind
+            code = await exited
+            await asyncio.wait(pumps, timeout=DRAIN)
+            await self._finish(_exit_status(self.options.command, code))
+            await inbox
         finally:
-            os.close(slave)  # the child's alone now, so its exit ends the output
+            if process.returncode is None:  # cancelled: the server is going away
+                self.kill()
+            for task in (*pumps, inbox, exited):
+                task.cancel()
+            if process.stdin is not None:
+                process.stdin.close()
+            if self.pty is not None:  # closed once its reader has let go of it
+                _close_after(self.pty, pumps)
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        metadata = self.pod["metadata"]
+        launch = self.sandbox.launch(
+            self.options.command,
+            self.env,
+            hostname=metadata["name"],
+            pod_uid=metadata.get("uid") or metadata["name"],
+            memory=_memory(self.container),
+            tty=self.options.tty,
+        )
+        pipe = asyncio.subprocess.PIPE
+        common: dict[str, Any] = {
+            "env": {},  # bwrap's pid 1 inside keeps this environment: an empty one
+            "pass_fds": (launch.options_fd,),
+            "start_new_session": True,
+            **as_user(launch.uid),
+        }
+        try:
+            if not self.options.tty:
+                self.process = await asyncio.create_subprocess_exec(
+                    *launch.argv,
+                    stdin=pipe if self.options.stdin else asyncio.subprocess.DEVNULL,
+                    stdout=pipe if self.options.stdout else asyncio.subprocess.DEVNULL,
+                    stderr=pipe if self.options.stderr else asyncio.subprocess.DEVNULL,
+                    **common,
+                )
+                return self.process
+            master, slave = os.openpty()
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    *launch.argv, stdin=slave, stdout=slave, stderr=slave, **common
+                )
+            except OSError:
+                os.close(master)
+                raise
+            finally:
+                os.close(slave)  # the child's alone now, so its exit ends the output
+        finally:
+            os.close(launch.options_fd)
         os.set_blocking(master, False)
         self.pty = master
         return self.process
@@ -326,6 +392,39 @@ def _close_after(fd: int, tasks: list[asyncio.Task[None]]) -> None:
 def _wake(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)
+
+
+def _name(program: str) -> str:
+    """A command's name for a log line: never its arguments, nor a path's folders."""
+    return repr(program.rsplit("/", 1)[-1][:64])
+
+
+def _memory(container: dict[str, Any]) -> int | None:
+    """The container's memory limit (else its request) in bytes, if it sets one."""
+    resources = container.get("resources") or {}
+    for kind in ("limits", "requests"):
+        value = (resources.get(kind) or {}).get("memory")
+        if value is not None:
+            try:
+                return int(quantity.parse(value))
+            except (ValueError, ArithmeticError):
+                return None
+    return None
+
+
+def _no_sandbox(reason: str) -> dict[str, Any]:
+    message = (
+        "Internal error occurred: exec is refused: this cluster has no sandbox to run "
+        f"commands in ({reason}); kubesim never runs them on its host"
+    )
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "InternalError",
+        "details": {"causes": [{"message": message}]},
+        "code": 500,
+    }
 
 
 def _exit_status(command: list[str], code: int) -> dict[str, Any]:

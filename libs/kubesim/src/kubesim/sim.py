@@ -27,8 +27,10 @@ from kubesim import kubeconfig
 from kubesim.authz import ADMIN_TOKEN, Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import Controllers, ControllerSettings
+from kubesim.execs import AccessLog, ExecRunner
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
+from kubesim.sandbox import Sandbox
 from kubesim.server import ApiServer
 from kubesim.store import Store
 from kubesim.tls import ServerTLS, self_signed
@@ -49,6 +51,7 @@ class KubeSim:
         users: Users | None = None,
         tls: bool = False,
         tls_hosts: Sequence[str] = (),
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.cluster = cluster
         self.host = host
@@ -68,6 +71,7 @@ class KubeSim:
             git_version=git_version,
             bookmark_interval=bookmark_interval,
             users=users,
+            execs=ExecRunner(sandbox=sandbox),
         )
         self.controllers = Controllers(
             self.store, self.faults, cluster, controllers or ControllerSettings(), git_version
@@ -85,7 +89,13 @@ class KubeSim:
     async def start(self) -> KubeSim:
         self.controllers.bootstrap()
         self.controllers.reconcile()
-        self._runner = web.AppRunner(self.api.app, handle_signals=False, shutdown_timeout=1.0)
+        self.api.execs.prepare()
+        self._runner = web.AppRunner(
+            self.api.app,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            access_log_class=AccessLog,
+        )
         await self._runner.setup()
         await self._listen()
         self._tasks.append(asyncio.create_task(self.controllers.run(), name="kubesim-controllers"))
