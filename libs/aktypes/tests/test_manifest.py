@@ -195,6 +195,7 @@ DB = [0, "services", 0]
         (_set([*WEB, "count"], 51), "count 51 is above 50"),
         (_set([*WEB, "expose", 0, "externalPort"], 70000), "external port 70000 must be in"),
         (_set([*WEB, "expose", 0, "hosts"], ["example.org\n"]), "invalid hostname"),
+        (_set([*WEB, "expose", 0, "hosts"], ["10.0.0.1"]), "invalid hostname '10.0.0.1'"),
         (_set([*WEB, "expose", 1, "ip"], "My IP"), "IP endpoint name 'My IP' is invalid"),
         (
             _set([*WEB, "expose", 0, "httpOptions", "nextCases"], ["timeout;}\n location /x {"]),

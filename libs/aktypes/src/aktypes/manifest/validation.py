@@ -14,6 +14,7 @@ over-used, and every replica and endpoint the tenant pays for is used exactly.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -76,8 +77,14 @@ def next_case_problems(cases: Sequence[str]) -> list[str]:
 
 
 def is_hostname(host: str) -> bool:
-    """A DNS-1123 subdomain, as Kubernetes and Akash require of ingress hosts."""
-    return len(host) <= HOSTNAME_MAX and bool(DNS1123_SUBDOMAIN_RE.fullmatch(host))
+    """A DNS-1123 subdomain and not an IP address, as Kubernetes requires of Ingress hosts."""
+    if len(host) > HOSTNAME_MAX or not DNS1123_SUBDOMAIN_RE.fullmatch(host):
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    return False
 
 
 def _resources_problems(service: Service, where: str) -> list[str]:
