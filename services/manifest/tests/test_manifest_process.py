@@ -86,6 +86,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: EmbeddedRedis)
             "AP_MANIFEST_TIMEOUT": "3s",
             "AP_MANIFEST_HOSTNAME_CHECK_TIMEOUT": "1s",
             "AP_DEPLOYMENT_INGRESS_STATIC_HOSTS": "true",  # tetris' HTTP expose has no host
+            "AKBUS_RETENTION_INTERVAL_S": "1",  # handled commands are trimmed within 1 s
         },
     )
     started: list[Any] = []
@@ -286,6 +287,25 @@ async def test_manifests_the_chain_contradicts_are_refused(
         "version_mismatch", "cross_validation", "no_lease", "deployment_not_found",
         "deployment_not_found",
     ]  # fmt: skip
+
+
+async def test_values_kubernetes_or_nginx_would_interpret_are_refused_and_leave_the_bus(
+    world: World, corpus: Callable[[str], SDL]
+) -> None:
+    """A manifest that comes another way than through the gateway is checked the same, and
+    no handled submission stays on the commands stream (a refused one at full size)."""
+    data = corpus("tetris.yaml").manifest.go_json()
+    data[0]["services"][0]["expose"][0]["httpOptions"]["nextCases"] = ["timeout;}\n#"]
+    data[0]["services"][0]["expose"][0]["externalPort"] = 70000
+    data[0]["services"][0]["env"] = ["PAD=" + "x" * 1_000_000]
+    unknown = DeploymentID(owner=world.chain.tenant().address, dseq=999_999)
+    reason = await world.rejected(unknown, Manifest.from_data(data), "invalid")
+    assert "unknown next case 'timeout;}" in reason and "external port 70000" in reason
+
+    async def commands_left() -> int:
+        return await world.bus.backend.length(MANIFEST_COMMANDS)
+
+    await eventually(commands_left, timeout_s=10, until=lambda n: n == 0, what="commands trimmed")
 
 
 async def test_hostnames_refused_or_unchecked_by_the_cluster(
