@@ -72,7 +72,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: EmbeddedRedis)
     tmp = tmp_path_factory.mktemp("manifest-stack")
     redis_server.flush()
     url = redis_server.url
-    devnet = DevnetProcess(tmp / "devnet")
+    devnet = DevnetProcess(tmp / "devnet", provider_host_uri="https://Provider.test:8443")
     relay = RelayProcess(
         redis_url=url, node=devnet.rpc_url, api=devnet.lcd_url,
         key_file=devnet.key_path("provider"), passphrase=TEST_PASSPHRASE,
@@ -317,6 +317,15 @@ async def test_hostnames_refused_or_unchecked_by_the_cluster(
     reason = await world.rejected(deployment, ghost.manifest, "hostname_not_allowed")
     assert "changeme.com (group 'akash' service 'ghost' expose 2368/tcp)" in reason
     assert "used by another tenant's deployment" in reason
+
+    # the provider's own host (its host URI's) is refused before the cluster is asked
+    data = ghost.manifest.go_json()
+    data[0]["services"][0]["expose"][0]["hosts"] = ["provider.test"]
+    own = Manifest.from_data(data)
+    ours, _ = await world.deploy(ghost, version=own.version())
+    reason = await world.rejected(ours, own, "hostname_not_allowed")
+    assert "provider.test (group 'akash' service 'ghost' expose 2368/tcp)" in reason
+    assert "this provider's own host" in reason
 
     world.cluster.silent = True
     started = time.monotonic()
