@@ -30,6 +30,7 @@ from akgateway._pb.akash.provider.lease.v1 import lease_pb2
 from akgateway.domain.lease_rpc import manifest_pb
 from akgateway.testing import make_certificate
 from akservice.testing import eventually
+from aktypes.manifest import Manifest
 
 SERVICE = "akash.provider.v1.ProviderRPC"
 LEASE_SERVICE = "akash.provider.lease.v1.LeaseRPC"
@@ -237,6 +238,12 @@ async def test_bid_screening_answers_for_a_passing_and_a_failing_group(
     blocked = await screening(request(0.5, ("shop.blocked.test",)), metadata=bearer)
     assert not blocked.passed
     assert any("shop.blocked.test" in r and "blocked" in r for r in blocked.reasons)
+    # blocked by default, besides the operator's list: the provider's own names, IPs
+    own = ("provider.test", "localhost", "api.localhost", "10.0.0.1")
+    defaults = await screening(request(0.5, own), metadata=bearer)
+    assert not defaults.passed
+    for host in own:
+        assert any(f"'{host}'" in r and "blocked" in r for r in defaults.reasons), defaults.reasons
 
     # who asks is part of the question (tenant lists, price scripts): a token is required
     with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -351,6 +358,21 @@ async def test_lease_rpc_checks_who_asks_and_streams_status_and_logs(
     )
     code, _ = await refused(send, wrong, full)
     assert code == grpc.StatusCode.FAILED_PRECONDITION
+    hostile = shape.manifest.go_json()  # nginx configuration in next_cases: refused up front
+    for service in hostile[0]["services"]:
+        for expose in service["expose"] or ():
+            expose["httpOptions"]["nextCases"] = ["timeout;}\n location /x {}\n#"]
+    injected = send_request()
+    injected.MergeFromString(
+        lease_pb2.SendManifestRequest(
+            lease_id=lease_id_pb(lease), manifest=manifest_pb(Manifest.from_data(hostile))
+        ).SerializeToString()
+    )
+    code, details = await refused(send, injected, full)
+    assert (code, "unknown next case 'timeout;}" in details) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        True,
+    ), details
     good = send_request()
     good.MergeFromString(
         lease_pb2.SendManifestRequest(

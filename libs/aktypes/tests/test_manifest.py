@@ -9,7 +9,8 @@ import pytest
 
 from aktypes.errors import ManifestCrossValidationError, ManifestError
 from aktypes.groupspec import GroupSpec
-from aktypes.manifest import Manifest, cross_validation_problems, manifest_problems
+from aktypes.manifest import HTTPOptions, Manifest, cross_validation_problems, manifest_problems
+from aktypes.manifest.nginx import NGINX, SAFE_VALUE, ingress_annotations, safe_annotations
 
 
 def expose(
@@ -185,6 +186,37 @@ DB = [0, "services", 0]
         (_set([0, "services"], []), "contains no services"),
         (lambda d: d.append(copy.deepcopy(d[0])), "duplicate group 'dcloud'"),
         (_set([*DB, "name"], "web"), "service name 'web' is duplicated"),
+        # values Kubernetes or ingress-nginx would refuse or interpret
+        (_set([*WEB, "name"], "web\n"), "service name 'web\\n' is invalid"),
+        (_set([*WEB, "name"], "w" * 61), "at most 60 characters"),
+        (_set([*WEB, "image"], "nginx latest"), "blanks or control characters"),
+        (_set([*WEB, "image"], "nginx\n"), "blanks or control characters"),
+        (_set([*WEB, "env"], ["A\n=x"]), "invalid environment variable name"),
+        (_set([*WEB, "count"], 51), "count 51 is above 50"),
+        (_set([*WEB, "expose", 0, "externalPort"], 70000), "external port 70000 must be in"),
+        (_set([*WEB, "expose", 0, "hosts"], ["example.org\n"]), "invalid hostname"),
+        (_set([*WEB, "expose", 0, "hosts"], ["10.0.0.1"]), "invalid hostname '10.0.0.1'"),
+        (_set([*WEB, "expose", 1, "ip"], "My IP"), "IP endpoint name 'My IP' is invalid"),
+        (
+            _set([*WEB, "expose", 0, "httpOptions", "nextCases"], ["timeout;}\n location /x {"]),
+            "unknown next case 'timeout;}",
+        ),
+        (
+            _set([*WEB, "expose", 0, "httpOptions", "nextCases"], ["off", "error"]),
+            "'off' cannot be combined",
+        ),
+        (
+            _set([*WEB, "expose", 0, "httpOptions", "readTimeout"], 60001),
+            "readTimeout 60001 is above the maximum 60000",
+        ),
+        (
+            _set([*WEB, "params"], {"storage": [{"name": "Data", "mount": "/d"}]}),
+            "volume 'Data' cannot name a Kubernetes volume",
+        ),
+        (
+            _set([*WEB, "params"], {"storage": [{"name": "data", "mount": "/d/../etc"}]}),
+            "must be an absolute path",
+        ),
     ],
 )
 def test_validation_rules(mutate: Any, fragment: str) -> None:
@@ -240,3 +272,46 @@ def test_invalid_manifest_is_not_reported_as_a_cross_validation_error() -> None:
     with pytest.raises(ManifestError) as info:
         parse(data).check_against(groups(groups_data()))
     assert not isinstance(info.value, ManifestCrossValidationError)
+
+
+def test_nginx_spellings_of_next_cases_are_accepted() -> None:
+    data = manifest_data()
+    cases = ["error", "timeout", "invalid_header", "http_502", "429"]
+    data[0]["services"][1]["expose"][0]["httpOptions"]["nextCases"] = cases
+    assert manifest_problems(parse(data)) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"[" * 5000 + b"]" * 5000, "JSON nested far too deep"),
+        (b"[" * 40 + b"]" * 40, "JSON nested 40 deep; at most 32"),
+        (b'[{"name": "g", "services": [{"count": ' + b"9" * 4400 + b"}]}]", "4400 digits"),
+        (b'[{"name": "\xff"}]', "not UTF-8"),
+        (b'[{"name": }]', "invalid JSON at line 1, column 11"),
+    ],
+)
+def test_hostile_json_is_refused_with_a_message(body: bytes, fragment: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        Manifest.from_json(body)
+    assert fragment in str(info.value)
+
+
+def test_bounded_json_keeps_brackets_inside_strings_out_of_the_depth() -> None:
+    data = manifest_data()
+    data[0]["services"][1]["env"] = ["A=" + "[" * 1000]
+    assert parse(data).group("dcloud") is not None
+
+
+def test_ingress_annotations_never_carry_configuration_syntax() -> None:
+    hostile = HTTPOptions(
+        max_body_size=1024,
+        next_cases=["timeout;}\n location /x {", "error", "502", "off\n"],
+    )
+    annotations = ingress_annotations(hostile)
+    assert annotations[f"{NGINX}/proxy-next-upstream"] == "error http_502"
+    assert all(SAFE_VALUE.fullmatch(value) for value in annotations.values())
+    assert f"{NGINX}/proxy-next-upstream" not in ingress_annotations(
+        HTTPOptions(max_body_size=1024, next_cases=["bogus;"])
+    )
+    assert safe_annotations({"a": "1", "b": "x;y", "c": 'x"', "d": "a\nb", "e": "{"}) == {"a": "1"}

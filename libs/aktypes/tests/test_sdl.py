@@ -392,6 +392,9 @@ def test_every_error_of_a_file_is_reported() -> None:
         ("  web:\n    dcloud:", "  web:\n    elsewhere:", "deployment.web.elsewhere", "no placement profile"),
         ("  db:\n    dcloud:\n      profile", "  cache:\n    dcloud:\n      profile", "deployment.cache", "no service named 'cache'"),
         ("image: nginx:1.27", "image: ''", "services.web.image", "image is required"),
+        ("image: nginx:1.27", "image: 'nginx 1.27'", "services.web.image", "blanks or control characters"),
+        ("as: 80", "as: 70000", "services.web.expose[0].as", "must be in 1..65535"),
+        ("as: 80", "as: 80\n        http_options: {next_cases: ['timeout;}']}", "services.web.expose[0].http_options.next_cases[0]", "unknown next case"),
         ("POSTGRES_PASSWORD=secret", "1PASS=x", "services.db.env[0]", "invalid environment variable name"),
         ("units: 0.5", "units: 0.001", "profiles.compute.small.resources.cpu.units", "1 millicpu is outside 10..384000"),
         ("size: 512Mi", "size: 3Ti", "profiles.compute.small.resources.memory.size", "outside 1Mi..2Ti"),
@@ -414,6 +417,13 @@ def test_rules(old: str, new: str, path: str, fragment: str) -> None:
     assert old in text
     found = errors_of(text.replace(old, new, 1))
     assert has_error(found, path, fragment), [str(d) for d in found]
+
+
+def test_service_names_fit_kubernetes_object_names() -> None:
+    long = "w" * 61  # "<name>-np" would be 64 characters: no Kubernetes Service
+    found = errors_of(BASE.format(version="2.0").replace("web", long))
+    assert has_error(found, f"services.{long}", "at most 60 characters"), [str(d) for d in found]
+    sdl(BASE.format(version="2.0").replace("web", "w" * 60))  # 60 is fine
 
 
 def test_ip_rules() -> None:

@@ -43,6 +43,8 @@ def test_blocked_list_exact_and_suffix_rules() -> None:
     assert blocked("a.b.evil.org", rules) == ".evil.org"
     assert blocked("evil.org", rules) == ".evil.org"
     assert blocked("notevil.org", rules) is None
+    for literal in ("10.0.0.1", "127.0.0.1", "::1", "[fe80::1]"):  # whatever the list
+        assert blocked(literal, []) == "IP addresses"
 
 
 def test_refusals_name_blocked_and_other_tenants_hostnames() -> None:

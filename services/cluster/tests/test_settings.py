@@ -57,3 +57,20 @@ def test_the_domain_counts_only_with_static_hosts(monkeypatch: pytest.MonkeyPatc
         ClusterSettings()
     monkeypatch.setenv("AP_DEPLOYMENT_INGRESS_DOMAIN", "Apps.Example.com")
     assert ClusterSettings().ingress_domain() == "Apps.Example.com"
+
+
+def test_the_provider_s_own_names_are_blocked_besides_the_operator_s_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AP_DEPLOYMENT_BLOCKED_HOSTNAMES", " Shop.Example.com ,.evil.org")
+    monkeypatch.setenv("AP_CLUSTER_PUBLIC_HOSTNAME", "Provider.Example.com")
+    monkeypatch.setenv("AP_DEPLOYMENT_INGRESS_STATIC_HOSTS", "true")
+    monkeypatch.setenv("AP_DEPLOYMENT_INGRESS_DOMAIN", "ingress.example.com")
+    assert ClusterSettings().blocked_hostnames() == [
+        "shop.example.com",
+        ".evil.org",
+        "localhost",
+        ".localhost",
+        "provider.example.com",
+        "ingress.example.com",
+    ]

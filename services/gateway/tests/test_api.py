@@ -8,6 +8,7 @@ import asyncio
 import datetime as dt
 import importlib.metadata
 import json
+import os
 import platform
 import ssl
 import subprocess
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from akbus import Bus, RedisSettings
 from akchain import jwt, msgs
@@ -46,7 +49,7 @@ from aktypes.events import (
     ServiceStatus,
     SubmitManifest,
 )
-from aktypes.events.streams import status_stream
+from aktypes.events.streams import MANIFEST_COMMANDS, status_stream
 from aktypes.ids import LeaseID
 from aktypes.sdl import parse_sdl
 
@@ -412,6 +415,138 @@ def test_bad_bodies_are_400s_that_say_where(stack: Any, tenant: Any) -> None:
     assert put(MANIFEST, "/deployment/0/manifest").status == 400
     assert put(MANIFEST, f"/deployment/{2**64}/manifest").status == 400
     assert stack.services.seen == []
+
+
+def _hostile(mutate: Any) -> bytes:
+    data = json.loads(MANIFEST)
+    mutate(data[0]["services"][0])
+    return json.dumps(data).encode()
+
+
+def _commands_on_the_bus(stack: Any) -> int:
+    async def length() -> int:
+        bus = Bus.connect(RedisSettings(url=stack.redis_url), producer="test")
+        try:
+            return await bus.backend.length(MANIFEST_COMMANDS)
+        finally:
+            await bus.close()
+
+    return asyncio.run(length())
+
+
+def _set_first_expose(key: str, value: Any) -> Any:
+    return lambda service: service["expose"][0].__setitem__(key, value)
+
+
+def _set_http_option(key: str, value: Any) -> Any:
+    return lambda service: service["expose"][0]["httpOptions"].__setitem__(key, value)
+
+
+HOSTILE = [
+    (b"[" * 5000 + b"]" * 5000, 400, "nested far too deep"),
+    (b'[{"name": "g", "services": [{"count": ' + b"9" * 4400 + b"}]}]", 400, "4400 digits"),
+    (
+        _hostile(_set_http_option("nextCases", ["timeout;}\n location /x {return 200;}\n#"])),
+        422,
+        "unknown next case 'timeout;}",
+    ),
+    (_hostile(_set_first_expose("externalPort", 70000)), 422, "external port 70000"),
+    (_hostile(lambda s: s.__setitem__("name", "tetris\n")), 422, "service name"),
+    (_hostile(lambda s: s.__setitem__("image", "a b")), 422, "blanks or control characters"),
+    (_hostile(lambda s: s.__setitem__("count", 10**6)), 422, "count 1000000 is above 50"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "fragment"), HOSTILE)
+def test_hostile_manifests_are_refused_before_the_bus(
+    stack: Any, tenant: Any, body: bytes, status: int, fragment: str
+) -> None:
+    """Deep nesting, huge integers and values Kubernetes or ingress-nginx would refuse or
+    interpret: a 4xx naming the problem, one log line, nothing published."""
+    _, cert, _ = tenant
+    before, log = _commands_on_the_bus(stack), len(stack.gateway.log())
+    answer = stack.call("PUT", "/deployment/46/manifest", cert=cert, body=body)
+    assert (answer.status, fragment in answer.message) == (status, True), answer.raw[:500]
+    assert stack.services.seen == []
+    assert _commands_on_the_bus(stack) == before
+    written = stack.gateway.log()[log:]
+    assert "Traceback" not in written
+    assert written.count("\n") <= 1, written[:2000]
+
+
+FUZZ_EXAMPLES = int(os.environ.get("AKP_FUZZ_EXAMPLES", "15"))
+"""Examples of the manifest fuzz; a larger run: ``AKP_FUZZ_EXAMPLES=2000 pytest -k fuzz``."""
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([2**32, 2**64, 10**25, -1, 0, 65536, 70000])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40)
+    | st.sampled_from(["", "timeout;}", "a\nb", "{", '"', "²", "\x00", "..", "/", "http_502"])
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(_paths(item, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_paths(item, (*prefix, index)))
+    return found
+
+
+PATHS = _paths(json.loads(MANIFEST))[1:]
+
+
+@st.composite
+def _near_manifests(draw: st.DrawFn) -> bytes:
+    """The valid manifest with a few values replaced, or raw bytes around it."""
+    data = json.loads(MANIFEST)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from(PATHS))
+        target = data
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = draw(_values)
+        except (KeyError, IndexError, TypeError):  # an earlier change removed the place
+            continue
+    body = json.dumps(data).encode()
+    shape = draw(st.sampled_from(["json", "deep", "bigint", "cut"]))
+    if shape == "deep":
+        depth = draw(st.integers(min_value=30, max_value=6000))
+        return b"[" * depth + body + b"]" * depth
+    if shape == "bigint":
+        return body.replace(b"80", b"8" * draw(st.integers(min_value=15, max_value=5000)), 1)
+    if shape == "cut":
+        return body[: draw(st.integers(min_value=0, max_value=len(body)))]
+    return body
+
+
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    derandomize=FUZZ_EXAMPLES <= 100,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=_near_manifests())
+def test_fuzzed_manifests_never_get_a_5xx(stack: Any, tenant: Any, body: bytes) -> None:
+    _, cert, _ = tenant
+    answer = stack.call("PUT", "/deployment/47/manifest", cert=cert, body=body)
+    assert answer.status in (200, 400, 422), (answer.status, answer.raw[:500], body[:300])
+    assert "Traceback" not in stack.gateway.log()[-20000:]
 
 
 # -- lease queries ------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: EmbeddedRedis)
     tmp = tmp_path_factory.mktemp("manifest-stack")
     redis_server.flush()
     url = redis_server.url
-    devnet = DevnetProcess(tmp / "devnet")
+    devnet = DevnetProcess(tmp / "devnet", provider_host_uri="https://Provider.test:8443")
     relay = RelayProcess(
         redis_url=url, node=devnet.rpc_url, api=devnet.lcd_url,
         key_file=devnet.key_path("provider"), passphrase=TEST_PASSPHRASE,
@@ -86,6 +86,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: EmbeddedRedis)
             "AP_MANIFEST_TIMEOUT": "3s",
             "AP_MANIFEST_HOSTNAME_CHECK_TIMEOUT": "1s",
             "AP_DEPLOYMENT_INGRESS_STATIC_HOSTS": "true",  # tetris' HTTP expose has no host
+            "AKBUS_RETENTION_INTERVAL_S": "1",  # handled commands are trimmed within 1 s
         },
     )
     started: list[Any] = []
@@ -288,6 +289,25 @@ async def test_manifests_the_chain_contradicts_are_refused(
     ]  # fmt: skip
 
 
+async def test_values_kubernetes_or_nginx_would_interpret_are_refused_and_leave_the_bus(
+    world: World, corpus: Callable[[str], SDL]
+) -> None:
+    """A manifest that comes another way than through the gateway is checked the same, and
+    no handled submission stays on the commands stream (a refused one at full size)."""
+    data = corpus("tetris.yaml").manifest.go_json()
+    data[0]["services"][0]["expose"][0]["httpOptions"]["nextCases"] = ["timeout;}\n#"]
+    data[0]["services"][0]["expose"][0]["externalPort"] = 70000
+    data[0]["services"][0]["env"] = ["PAD=" + "x" * 1_000_000]
+    unknown = DeploymentID(owner=world.chain.tenant().address, dseq=999_999)
+    reason = await world.rejected(unknown, Manifest.from_data(data), "invalid")
+    assert "unknown next case 'timeout;}" in reason and "external port 70000" in reason
+
+    async def commands_left() -> int:
+        return await world.bus.backend.length(MANIFEST_COMMANDS)
+
+    await eventually(commands_left, timeout_s=10, until=lambda n: n == 0, what="commands trimmed")
+
+
 async def test_hostnames_refused_or_unchecked_by_the_cluster(
     world: World, corpus: Callable[[str], SDL]
 ) -> None:
@@ -297,6 +317,15 @@ async def test_hostnames_refused_or_unchecked_by_the_cluster(
     reason = await world.rejected(deployment, ghost.manifest, "hostname_not_allowed")
     assert "changeme.com (group 'akash' service 'ghost' expose 2368/tcp)" in reason
     assert "used by another tenant's deployment" in reason
+
+    # the provider's own host (its host URI's) is refused before the cluster is asked
+    data = ghost.manifest.go_json()
+    data[0]["services"][0]["expose"][0]["hosts"] = ["provider.test"]
+    own = Manifest.from_data(data)
+    ours, _ = await world.deploy(ghost, version=own.version())
+    reason = await world.rejected(ours, own, "hostname_not_allowed")
+    assert "provider.test (group 'akash' service 'ghost' expose 2368/tcp)" in reason
+    assert "this provider's own host" in reason
 
     world.cluster.silent = True
     started = time.monotonic()

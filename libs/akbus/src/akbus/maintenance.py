@@ -52,7 +52,7 @@ class Maintenance:
                     await self.sample_stats()
                 if now >= next_trim:
                     next_trim = now + settings.retention_interval_s
-                    await sub.bus.trim(sub.stream)
+                    await sub.bus.trim(sub.stream, keep_s=settings.retention_s)
                 if now >= next_sweep:
                     next_sweep = now + settings.consumer_idle_delete_s / 4
                     await self.remove_dead_consumers()

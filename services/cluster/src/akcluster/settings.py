@@ -38,6 +38,7 @@ def parse_pools(text: str) -> dict[str, int]:
     return pools
 
 
+DEFAULT_BLOCKED_HOSTNAMES = ["localhost", ".localhost"]
 MAX_INGRESS_DOMAIN = 253 - 27  # a hostname has at most 253 characters; the label takes 26 + "."
 
 
@@ -112,7 +113,9 @@ class ClusterSettings(BaseSettings):
     )
     deployment_blocked_hostnames: str = Field(
         default="",
-        description="hostnames tenants may not use, comma list; '.example.com' blocks subdomains",
+        description="hostnames tenants may not use, comma list; '.example.com' blocks "
+        "subdomains (always added: localhost, .localhost, AP_CLUSTER_PUBLIC_HOSTNAME, the "
+        "ingress domain with static hosts, IP addresses)",
     )
     deployment_runtime_class: str = Field(
         default="", description="RuntimeClass of workloads without GPUs (empty: the default)"
@@ -185,6 +188,10 @@ class ClusterSettings(BaseSettings):
         return parse_pools(self.cluster_storage)
 
     def blocked_hostnames(self) -> list[str]:
-        return [
-            h.strip().lower() for h in self.deployment_blocked_hostnames.split(",") if h.strip()
-        ]
+        """The operator's list, then the defaults no tenant may use: ``localhost`` and its
+        subdomains, the cluster's public hostname, and the ingress domain itself when
+        hostnames are generated under it (IP literals are refused by
+        :func:`akcluster.domain.leases.blocked` whatever the list)."""
+        own = [self.cluster_public_hostname.strip(), self.ingress_domain()]
+        listed = self.deployment_blocked_hostnames.split(",") + DEFAULT_BLOCKED_HOSTNAMES + own
+        return list(dict.fromkeys(h.strip().lower().rstrip(".") for h in listed if h.strip()))

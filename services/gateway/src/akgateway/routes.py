@@ -22,6 +22,7 @@ from akgateway.auth import Identity, Tenant, scoped
 from akgateway.buildinfo import build_info
 from akgateway.context import Gateway, gateway_of
 from akgateway.domain.answers import (
+    checked_manifest,
     migration_error,
     parse_manifest,
     query_error,
@@ -163,7 +164,8 @@ async def _body(request: Request, limit: int) -> bytes:
 async def submit_manifest(
     *, request: Request, dseq: Dseq, tenant: SendManifest, gateway: Ctx
 ) -> Response:
-    manifest = parse_manifest(await _body(request, gateway.settings.gateway_max_body))
+    body = await _body(request, gateway.settings.gateway_max_body)
+    manifest = checked_manifest(parse_manifest(body))
     command = SubmitManifest(
         deployment_id=DeploymentID(owner=tenant.owner, dseq=dseq), manifest=manifest
     )

@@ -53,7 +53,7 @@ from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
 from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
 from akgateway.auth import Identity, by_certificate, by_token
 from akgateway.context import Gateway
-from akgateway.domain.answers import rejection_error
+from akgateway.domain.answers import checked_manifest, rejection_error
 from akgateway.domain.lease_rpc import lease_of, manifest_from_pb, status_response
 from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
@@ -238,7 +238,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         self, request: lease.SendManifestRequest, context: Context
     ) -> lease.SendManifestResponse:
         lease_id = await self._lease(context, request, "send-manifest", [])
-        manifest = manifest_from_pb(request.manifest)
+        manifest = checked_manifest(manifest_from_pb(request.manifest))
         reply = await ask(
             self.gateway,
             MANIFEST_COMMANDS,

@@ -37,6 +37,7 @@ from akmanifest.domain.checks import (
     check_against_chain,
     check_http_hosts,
     check_manifest,
+    check_own_host,
     check_services_unchanged,
     hostname_rejection,
     ingress_hostnames,
@@ -160,6 +161,9 @@ class Manifests:
             found = check_http_hosts(leased)
             if found is not None:
                 return found
+        found = check_own_host(leased, await self.chain.provider_host())
+        if found is not None:
+            return found
         found = await self.check_hostnames(msg, leased)
         return found if found is not None else leased
 

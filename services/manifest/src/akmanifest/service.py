@@ -100,7 +100,9 @@ async def start(rt: Runtime[ManifestSettings]) -> None:
             http_needs_hosts=not settings.deployment_ingress_static_hosts,
         ),
     )
-    commands = rt.subscriber(MANIFEST_COMMANDS, partition_key=deployment_of)
+    # a handled submission is in the deployment's record (accepted) or nowhere (refused):
+    # its command, up to the gateway's body limit, leaves the bus at the next trim
+    commands = rt.subscriber(MANIFEST_COMMANDS, partition_key=deployment_of, retention_s=0)
     commands.add(SubmitManifest, manifests.on_submit)
     won = rt.subscriber(BIDENGINE_EVENTS, partition_key=deployment_of)
     won.add(LeaseWon, manifests.on_lease_won)

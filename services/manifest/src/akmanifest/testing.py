@@ -40,6 +40,7 @@ class MemoryChain:
 
     deployments: dict[str, DeploymentFacts] = field(default_factory=dict)
     lease_states: dict[str, str] = field(default_factory=dict)
+    host: str = ""  # the provider's host URI's host
     queries: int = 0
     down: bool = False
 
@@ -53,3 +54,8 @@ class MemoryChain:
         if self.down:
             raise ChainUnavailable("the node is down (test)")
         return self.lease_states.get(str(lease_id))
+
+    async def provider_host(self) -> str:
+        if self.down:
+            raise ChainUnavailable("the node is down (test)")
+        return self.host

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, RootModel, ValidationError
 
+from aktypes.boundedjson import JSONBoundsError, check_json
 from aktypes.errors import ManifestError
 from aktypes.gojson import GoModel, UInt32, sorted_json
 from aktypes.resources import Endpoint, EndpointKind, Resources
@@ -29,6 +30,13 @@ DEFAULT_READ_TIMEOUT = 60_000
 DEFAULT_SEND_TIMEOUT = 60_000
 DEFAULT_NEXT_TRIES = 3
 DEFAULT_NEXT_CASES = ("error", "timeout")
+NEXT_CASES = ("error", "timeout", "500", "502", "503", "504", "403", "404", "429", "off")
+"""The ``next_cases`` an SDL may name (Akash's SDL rules)."""
+NGINX_NEXT_CASES = ("invalid_header", *(f"http_{c}" for c in NEXT_CASES if c[0].isdigit()))
+"""The same cases as ingress-nginx spells them, also accepted in a manifest."""
+MAX_BODY_SIZE = 104_857_600
+MAX_PROXY_BUFFER_SIZE = 1_048_576
+MAX_TIMEOUT = 60_000  # read and send timeouts, ms
 
 
 class HTTPOptions(GoModel):
@@ -188,7 +196,12 @@ class Manifest(RootModel[list[Group]]):
 
     @classmethod
     def from_json(cls, data: str | bytes) -> Manifest:
-        """Parse a tenant's manifest; raise ``ManifestError`` naming each bad field."""
+        """Parse a tenant's manifest; raise ``ManifestError`` naming each bad field (or the
+        bound of :func:`aktypes.boundedjson.check_json` the document breaks)."""
+        try:
+            check_json(data)
+        except JSONBoundsError as exc:
+            raise ManifestError([str(exc)]) from None
         try:
             return cls.model_validate_json(data)
         except ValidationError as exc:

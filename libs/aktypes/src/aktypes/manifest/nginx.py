@@ -3,9 +3,17 @@
 Timeouts are given in milliseconds and become whole seconds, rounded up; an expose without
 options (``max_body_size`` 0) gets Akash's defaults. The cluster's own Ingresses and the
 hostname operator's both come from here, so a lease routes the same either way.
+
+ingress-nginx copies these values into its configuration, so nothing a tenant wrote reaches
+it unchecked, even from a manifest stored before the gateway checked it: next cases outside
+Akash's set are left out, and every value must match :data:`SAFE_VALUE` (letters, digits,
+``_``, ``.``, ``-`` and single spaces: no newline, brace, semicolon or quote) or the
+annotation is left out, which gives ingress-nginx's own default.
 """
 
 from __future__ import annotations
+
+import re
 
 from aktypes.manifest.models import (
     DEFAULT_MAX_BODY_SIZE,
@@ -13,11 +21,20 @@ from aktypes.manifest.models import (
     DEFAULT_NEXT_TRIES,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_SEND_TIMEOUT,
+    NEXT_CASES,
+    NGINX_NEXT_CASES,
     HTTPOptions,
 )
 
 NGINX = "nginx.ingress.kubernetes.io"
 DEFAULT_NEXT_TIMEOUT = 60_000  # what the hostname operator assumes for exposes without options
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_.-]+( [A-Za-z0-9_.-]+)*")
+_CASES = frozenset(NEXT_CASES + NGINX_NEXT_CASES)
+
+
+def safe_annotations(annotations: dict[str, str]) -> dict[str, str]:
+    """The annotations whose values ingress-nginx cannot read as configuration syntax."""
+    return {key: value for key, value in annotations.items() if SAFE_VALUE.fullmatch(value)}
 
 
 def _seconds(ms: int) -> str:
@@ -37,7 +54,9 @@ def ingress_annotations(options: HTTPOptions) -> dict[str, str]:
             proxy_buffer_size=options.proxy_buffer_size,
         )
     cases = [
-        f"http_{case}" if case and case[0] in "12345" else case for case in options.next_cases or ()
+        f"http_{case}" if case[0] in "12345" else case
+        for case in options.next_cases or ()
+        if case in _CASES
     ]
     annotations = {
         f"{NGINX}/proxy-read-timeout": _seconds(options.read_timeout),
@@ -49,4 +68,4 @@ def ingress_annotations(options: HTTPOptions) -> dict[str, str]:
     }
     if options.proxy_buffer_size:
         annotations[f"{NGINX}/proxy-buffer-size"] = str(options.proxy_buffer_size)
-    return annotations
+    return safe_annotations(annotations)

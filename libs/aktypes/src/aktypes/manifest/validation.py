@@ -1,7 +1,12 @@
 """Manifest checks: Akash's ``Manifest.Validate`` and ``CheckAgainstGSpecs``.
 
 :func:`manifest_problems` lists every structural problem (names, images, environment
-variable names, ports, protocols, hostnames, ordering, at least one global expose).
+variable names, ports, protocols, hostnames, ordering, at least one global expose) and, stricter
+than Akash, every value Kubernetes or the ingress controller would refuse or interpret: service
+names that cannot name a Kubernetes Service (``<name>-np`` included), images with blanks,
+replica counts above the chain's, external ports outside 1..65535, proxy options beyond the
+SDL's bounds, ``next_cases`` outside Akash's set, leased-IP endpoint names outside the SDL's
+form, volume names and mount paths Kubernetes refuses.
 :func:`cross_validation_problems` checks a manifest against the deployment's groups on chain:
 every service maps to a resource unit with the same resources, no unit or endpoint is
 over-used, and every replica and endpoint the tenant pays for is used exactly.
@@ -9,17 +14,37 @@ over-used, and every replica and endpoint the tenant pays for is used exactly.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aktypes import limits
 from aktypes.errors import ManifestCrossValidationError, ManifestError
 from aktypes.groupspec import GroupSpec
-from aktypes.manifest.models import TCP, UDP, Group, Manifest, Service
+from aktypes.manifest.models import (
+    MAX_BODY_SIZE,
+    MAX_PROXY_BUFFER_SIZE,
+    MAX_TIMEOUT,
+    NEXT_CASES,
+    NGINX_NEXT_CASES,
+    TCP,
+    UDP,
+    Group,
+    HTTPOptions,
+    Manifest,
+    Service,
+    ServiceExpose,
+)
 from aktypes.resources import EndpointKind
 
 SERVICE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+SERVICE_NAME_MAX = 60  # "<name>-np" names a Kubernetes Service: a DNS-1123 label (63)
+DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+ENDPOINT_NAME_RE = re.compile(r"^[a-z]+[-_0-9a-z]+$")  # Akash's SDL endpoint names
+IMAGE_RE = re.compile(r"^[^\s\x00-\x1f\x7f]{1,4096}$")
+MANIFEST_NEXT_CASES = frozenset(NEXT_CASES + NGINX_NEXT_CASES)
 ENV_NAME_RE = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 DNS1123_SUBDOMAIN_RE = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -29,12 +54,37 @@ HOSTNAME_MAX = 253
 
 def is_env_var_name(name: str) -> bool:
     """Kubernetes ``IsEnvVarName``."""
-    return bool(ENV_NAME_RE.match(name)) and name not in (".", "..") and not name.startswith("..")
+    return (
+        bool(ENV_NAME_RE.fullmatch(name)) and name not in (".", "..") and not name.startswith("..")
+    )
+
+
+def is_service_name(name: str) -> bool:
+    """A lower-case DNS label short enough for every Kubernetes object named after it."""
+    return len(name) <= SERVICE_NAME_MAX and bool(SERVICE_NAME_RE.fullmatch(name))
+
+
+def next_case_problems(cases: Sequence[str]) -> list[str]:
+    """Akash's rule for ``next_cases`` (its set, ``off`` alone); nginx's spellings allowed."""
+    found = [
+        f"unknown next case {case!r} (allowed: {', '.join(NEXT_CASES)})"
+        for case in cases
+        if case not in MANIFEST_NEXT_CASES
+    ]
+    if "off" in cases and len(cases) != 1:
+        found.append("next case 'off' cannot be combined with other cases")
+    return found
 
 
 def is_hostname(host: str) -> bool:
-    """A DNS-1123 subdomain, as Kubernetes and Akash require of ingress hosts."""
-    return len(host) <= HOSTNAME_MAX and bool(DNS1123_SUBDOMAIN_RE.match(host))
+    """A DNS-1123 subdomain and not an IP address, as Kubernetes requires of Ingress hosts."""
+    if len(host) > HOSTNAME_MAX or not DNS1123_SUBDOMAIN_RE.fullmatch(host):
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    return False
 
 
 def _resources_problems(service: Service, where: str) -> list[str]:
@@ -59,10 +109,18 @@ def _service_problems(service: Service, where: str, hosts: Counter[str]) -> list
     found: list[str] = []
     if not service.name:
         found.append(f"{where}: service name is empty")
-    elif not SERVICE_NAME_RE.match(service.name):
-        found.append(f"{where}: service name {service.name!r} is invalid")
+    elif not is_service_name(service.name):
+        found.append(
+            f"{where}: service name {service.name[:80]!r} is invalid (lower-case letters, "
+            f"digits and '-', starting with a letter, at most {SERVICE_NAME_MAX} characters)"
+        )
     if not service.image:
         found.append(f"{where}: image is empty")
+    elif not IMAGE_RE.fullmatch(service.image):
+        found.append(f"{where}: image {service.image[:80]!r} has blanks or control characters")
+    if service.count > limits.UNIT_MAX_COUNT:
+        found.append(f"{where}: count {service.count} is above {limits.UNIT_MAX_COUNT}")
+    found.extend(_storage_problems(service, where))
     found.extend(_resources_problems(service, where))
     for env in service.env or ():
         name = env.split("=", 1)[0]
@@ -73,16 +131,65 @@ def _service_problems(service: Service, where: str, hosts: Counter[str]) -> list
         found.append(f"{where}: expose is not sorted")
     for index, expose in enumerate(exposes):
         here = f"{where}.expose[{index}]"
-        if not 0 < expose.port <= 65535:
-            found.append(f"{here}: port {expose.port} must be in 1..65535")
-        if expose.proto not in (TCP, UDP):
-            found.append(f"{here}: protocol {expose.proto!r} unknown")
+        found.extend(_expose_problems(expose, here))
         for host in expose.hosts or ():
             if not is_hostname(host):
-                found.append(f"{here}: invalid hostname {host!r}")
+                found.append(f"{here}: invalid hostname {host[:300]!r}")
             elif hosts[host]:
                 found.append(f"{here}: hostname {host!r} is duplicated")
             hosts[host] += 1
+    return found
+
+
+def _expose_problems(expose: ServiceExpose, here: str) -> list[str]:
+    found: list[str] = []
+    if not 0 < expose.port <= 65535:
+        found.append(f"{here}: port {expose.port} must be in 1..65535")
+    if expose.external_port > 65535:
+        found.append(f"{here}: external port {expose.external_port} must be in 1..65535")
+    if expose.proto not in (TCP, UDP):
+        found.append(f"{here}: protocol {expose.proto[:20]!r} unknown (TCP or UDP)")
+    if expose.ip and not ENDPOINT_NAME_RE.fullmatch(expose.ip):
+        found.append(f"{here}: IP endpoint name {expose.ip[:80]!r} is invalid")
+    found.extend(f"{here}.httpOptions: {p}" for p in _http_problems(expose.http_options))
+    return found
+
+
+def _http_problems(opts: HTTPOptions) -> list[str]:
+    found = [
+        f"{name} {value} is above the maximum {maximum}"
+        for name, value, maximum in (
+            ("maxBodySize", opts.max_body_size, MAX_BODY_SIZE),
+            ("proxyBufferSize", opts.proxy_buffer_size, MAX_PROXY_BUFFER_SIZE),
+            ("readTimeout", opts.read_timeout, MAX_TIMEOUT),
+            ("sendTimeout", opts.send_timeout, MAX_TIMEOUT),
+        )
+        if value > maximum
+    ]
+    found.extend(next_case_problems([case[:40] for case in opts.next_cases or ()]))
+    return found
+
+
+def _storage_problems(service: Service, where: str) -> list[str]:
+    """Mounted volumes become Kubernetes volumes named ``<service>-<volume>``."""
+    found: list[str] = []
+    for param in (service.params.storage or ()) if service.params else ():
+        volume = f"{service.name}-{param.name}"
+        if not DNS1123_LABEL_RE.fullmatch(volume):
+            found.append(
+                f"{where}: volume {param.name[:80]!r} cannot name a Kubernetes volume "
+                f"({volume[:80]!r} is not a DNS-1123 label)"
+            )
+        mount = param.mount
+        if (
+            not mount.startswith("/")
+            or ".." in mount.split("/")
+            or not IMAGE_RE.fullmatch(mount.replace(" ", "_"))
+        ):
+            found.append(
+                f"{where}: mount {mount[:80]!r} of volume {param.name[:80]!r} must be an "
+                "absolute path without '..' or control characters"
+            )
     return found
 
 

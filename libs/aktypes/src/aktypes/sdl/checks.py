@@ -11,16 +11,19 @@ import posixpath
 from yaml.nodes import Node
 
 from aktypes import limits
-from aktypes.manifest.validation import SERVICE_NAME_RE, is_env_var_name, is_hostname
+from aktypes.manifest.models import MAX_BODY_SIZE, MAX_PROXY_BUFFER_SIZE, MAX_TIMEOUT, NEXT_CASES
+from aktypes.manifest.validation import (
+    IMAGE_RE,
+    SERVICE_NAME_MAX,
+    is_env_var_name,
+    is_hostname,
+    is_service_name,
+)
 from aktypes.sdl.model import ComputeIn, ExposeIn, SDLInput, ServiceIn
 from aktypes.sdl.yamlnodes import TOP_LEVEL_KEYS, Reader, join
 
-NEXT_CASES = ("error", "timeout", "500", "502", "503", "504", "403", "404", "429", "off")
 TEE_TYPES = ("cpu", "cpu-gpu")
 READ_PERMISSIONS = ("deployment", "logs", "events")
-MAX_BODY_SIZE = 104_857_600
-MAX_PROXY_BUFFER_SIZE = 1_048_576
-MAX_TIMEOUT = 60_000
 
 
 def check_references(r: Reader, sdl: SDLInput) -> None:
@@ -130,14 +133,17 @@ def _check_expose(
 
 
 def _check_service(r: Reader, name: str, svc: ServiceIn) -> None:
-    if not SERVICE_NAME_RE.match(name):
+    if not is_service_name(name):
         r.error(
             svc.path,
-            f"service name {name!r} is invalid (lower-case letters, digits and '-')",
+            f"service name {name!r} is invalid (lower-case letters, digits and '-', "
+            f"at most {SERVICE_NAME_MAX} characters)",
             svc.node,
         )
     if not svc.image:
         r.error(join(svc.path, "image"), "image is required", svc.node)
+    elif not IMAGE_RE.fullmatch(svc.image):
+        r.error(join(svc.path, "image"), "image has blanks or control characters", svc.node)
     for i, env in enumerate(svc.env or ()):
         var = env.split("=", 1)[0]
         if not is_env_var_name(var):

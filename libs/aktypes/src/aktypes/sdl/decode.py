@@ -59,7 +59,7 @@ def _endpoints(r: Reader, node: Node, path: str) -> dict[str, EndpointIn]:
         here = join(path, name)
         endpoint = EndpointIn(here, value)
         read_fields(r, value, here, {"kind": set_text(r, endpoint, "kind")})
-        if not re.match(r"^[a-z]+[a-z0-9_-]+$", name):
+        if not re.fullmatch(r"[a-z]+[a-z0-9_-]+", name):
             r.error(
                 here,
                 f"endpoint name {name!r} is invalid (lower case letters, digits, - and _)",

@@ -24,6 +24,7 @@ an SDL, but never blocked nor moved (it is the lease's own).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
@@ -123,8 +124,15 @@ def manifest_endpoints(group: Group) -> list[str]:
 
 
 def blocked(hostname: str, blocked_list: Iterable[str]) -> str | None:
-    """The entry of ``blocked_list`` that forbids ``hostname``, if any."""
+    """The entry of ``blocked_list`` that forbids ``hostname``, if any; an IP address is
+    always refused (an Ingress routes names only, and an address is no tenant's)."""
     host = hostname.lower()
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return "IP addresses"
     for entry in blocked_list:
         if entry.startswith("."):
             if host.endswith(entry) or host == entry[1:]:

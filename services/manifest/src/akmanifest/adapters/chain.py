@@ -1,4 +1,5 @@
-"""What the manifest service asks the chain: a deployment with our leases on it, a lease.
+"""What the manifest service asks the chain: a deployment with our leases on it, a lease,
+the host of the provider's own host URI (no tenant may accept it as a hostname).
 
 :class:`ChainQueries` is the seam; :class:`LCDQueries` answers it over a node's REST API
 (``AP_API``), :class:`akmanifest.testing.MemoryChain` from dicts. :class:`CachedChain`
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from akchain.errors import BadResponse, NodeUnavailable, NotFound
 from akchain.lcd import LCDClient
@@ -28,6 +30,10 @@ class ChainQueries(Protocol):
 
     async def lease_state(self, lease_id: LeaseID) -> str | None:
         """``active``, ``closed``… or None when the chain does not know the lease."""
+        ...
+
+    async def provider_host(self) -> str:
+        """The lower-cased host of this provider's on-chain host URI ("" when none)."""
         ...
 
 
@@ -67,6 +73,18 @@ class LCDQueries:
         except (NodeUnavailable, BadResponse) as exc:
             raise ChainUnavailable(f"lease {lease_id}: {exc}") from exc
 
+    async def provider_host(self) -> str:
+        try:
+            uri = (await self.lcd.provider(self.provider)).host_uri
+        except NotFound:
+            return ""
+        except (NodeUnavailable, BadResponse) as exc:
+            raise ChainUnavailable(f"provider {self.provider}: {exc}") from exc
+        try:
+            return (urlsplit(uri).hostname or "").lower()
+        except ValueError:  # not a URL: nothing a hostname could equal
+            return ""
+
 
 def _gseq(item: tuple[int, object]) -> int:
     return item[0]
@@ -86,6 +104,7 @@ class CachedChain:
         self.max_age = max_age
         self.clock = clock
         self._cache: dict[str, tuple[float, DeploymentFacts]] = {}
+        self._host: tuple[float, str] | None = None
 
     async def deployment(
         self, deployment_id: DeploymentID, *, fresh: bool = False
@@ -106,6 +125,14 @@ class CachedChain:
 
     async def lease_state(self, lease_id: LeaseID) -> str | None:
         return await self.inner.lease_state(lease_id)
+
+    async def provider_host(self) -> str:
+        """The provider's host, read again once ``max_age`` has passed (at least a minute:
+        a provider's host URI rarely changes)."""
+        now = self.clock()
+        if self._host is None or now - self._host[0] >= max(self.max_age, 60.0):
+            self._host = (now, await self.inner.provider_host())
+        return self._host[1]
 
     def invalidate(self, deployment_id: DeploymentID) -> None:
         self._cache.pop(str(deployment_id), None)

@@ -9,7 +9,8 @@ HTTP status in brackets): ``invalid``, ``version_mismatch``, ``cross_validation`
 ``services_changed``, ``hostname_not_allowed`` (422); ``deployment_not_found``,
 ``no_lease`` (404); ``chain_unavailable``, ``cluster_unavailable`` (503). Every reason says
 what is wrong and where (group, service, expose), and lists every problem found, not only
-the first.
+the first. The provider's own host (its on-chain host URI's) is refused here, before the
+cluster is asked about the rest.
 """
 
 from __future__ import annotations
@@ -205,3 +206,11 @@ def hostname_rejection(
         where = ", ".join(places.get(host.lower(), ())) or "the manifest"
         parts.append(f"{host} ({where}): {refused[host] or 'refused'}")
     return Rejection(HOSTNAME_NOT_ALLOWED, f"hostnames not allowed: {_listed(parts)}")
+
+
+def check_own_host(leased: Sequence[tuple[LeaseID, Group]], host: str) -> Rejection | None:
+    """No lease may route the provider's own host (its on-chain host URI's, the gateway's)."""
+    places = [where for _, group in leased for where in ingress_hostnames(group).get(host, ())]
+    if not host or not places:
+        return None
+    return hostname_rejection({host: "it is this provider's own host"}, {host: places})
