@@ -134,6 +134,15 @@ class Leases(_Model):
             raise ValueError("permissions name a provider twice")
         return self
 
+    def names_services(self, provider: str) -> bool:
+        """Whether these grants at ``provider`` are per deployment, so per service: then a
+        request that names no service concerns every service of its lease, and each must be
+        granted (:meth:`refusal` with all of them)."""
+        if self.access != "granular":
+            return False
+        found = next((p for p in self.permissions or () if p.provider == provider), None)
+        return found is not None and found.access == "granular"
+
     def refusal(
         self,
         scope: Scope,
@@ -146,7 +155,8 @@ class Leases(_Model):
     ) -> str | None:
         """Why this token may not do ``scope`` at ``provider`` on that lease (None: it may).
 
-        Services restrict only what names services (logs, events, shell, a service's status).
+        Services restrict what concerns services; ``services`` must be every service the
+        request concerns (a request that names none concerns all of its lease's).
         """
         if self.access == "full":
             return None

@@ -59,7 +59,7 @@ from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
 from akgateway.grpcfront import PeerCertificates
 from akgateway.leasepods import merged, running_pods
-from akgateway.routes import ask, lease_report
+from akgateway.routes import ask, lease_report, require_services
 from aktypes.duration import go_duration
 from aktypes.events import (
     BidScreened,
@@ -88,17 +88,29 @@ CODES = {
 }
 STATUS_INTERVAL = 5.0  # StreamServiceStatus without an `interval` metadata (Akash's 5 s)
 MIN_STATUS_INTERVAL = 1.0
+MAX_STATUS_INTERVAL = 24 * 3600.0
 Context = aio.ServicerContext[Any, Any]
 T = TypeVar("T")
 
 
 async def _answer(context: Context, work: Awaitable[T]) -> T:
-    """``work``'s result; an :class:`ApiError` aborts the call with the matching code."""
+    """``work``'s result; an :class:`ApiError` aborts the call with the matching code and
+    its message. Anything unexpected is one log line and INTERNAL with a plain message,
+    never grpcio's answer (UNKNOWN naming a Python exception, and a traceback per call)."""
     try:
         return await work
     except ApiError as exc:
         await context.abort(CODES.get(exc.status, grpc.StatusCode.INTERNAL), exc.message)
         raise  # abort raises; this line is never reached
+    except aio.AbortError:
+        raise
+    except Exception as exc:
+        log.error(
+            "gRPC call failed unexpectedly",
+            extra={"error": f"{type(exc).__name__}: {exc}"[:500]},
+        )
+        await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+        raise  # never reached
 
 
 class Authenticated:
@@ -212,8 +224,8 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         request: lease.SendManifestRequest | lease.ServiceStatusRequest | lease.ServiceLogsRequest,
         scope: Scope,
         services: list[str],
-    ) -> LeaseID:
-        """The request's lease, once the caller may use ``scope`` on it."""
+    ) -> tuple[Identity, LeaseID]:
+        """The caller and the request's lease, once the caller may use ``scope`` on it."""
         identity = await self._identity(context)
         if not request.HasField("lease_id"):
             raise BadRequest("lease_id is required")
@@ -226,7 +238,9 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
             oseq=None if scope == "send-manifest" else found.oseq,
             services=services,
         )
-        return found
+        if scope == "logs" and not services:  # naming none, it concerns them all
+            await require_services(self.gateway, identity, scope, found)
+        return identity, found
 
     async def SendManifest(  # noqa: N802
         self, request: lease.SendManifestRequest, context: Context
@@ -237,15 +251,15 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
     async def _send_manifest(
         self, request: lease.SendManifestRequest, context: Context
     ) -> lease.SendManifestResponse:
-        lease_id = await self._lease(context, request, "send-manifest", [])
+        identity, lease_id = await self._lease(context, request, "send-manifest", [])
         manifest = manifest_from_pb(request.manifest)
+        deployment_id = DeploymentID(owner=lease_id.owner, dseq=lease_id.dseq)
+        services = [s.name for g in manifest.groups for s in g.services or ()]
+        await require_services(self.gateway, identity, "send-manifest", deployment_id, services)
         reply = await ask(
             self.gateway,
             MANIFEST_COMMANDS,
-            SubmitManifest(
-                deployment_id=DeploymentID(owner=lease_id.owner, dseq=lease_id.dseq),
-                manifest=manifest,
-            ),
+            SubmitManifest(deployment_id=deployment_id, manifest=manifest),
             (ManifestAccepted, ManifestRejected),
             timeout=self.gateway.settings.gateway_submit_timeout,
             who="manifest service",
@@ -260,13 +274,19 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         metrics.RPC.labels("ServiceStatus").inc()
 
         async def work() -> lease.ServiceStatusResponse:
-            lease_id = await self._lease(context, request, "status", list(request.services))
-            return await self._status(lease_id, list(request.services))
+            identity, lease_id = await self._lease(
+                context, request, "status", list(request.services)
+            )
+            return await self._status(identity, lease_id, list(request.services))
 
         return await _answer(context, work())
 
-    async def _status(self, lease_id: LeaseID, services: list[str]) -> lease.ServiceStatusResponse:
+    async def _status(
+        self, identity: Identity, lease_id: LeaseID, services: list[str]
+    ) -> lease.ServiceStatusResponse:
         report = await lease_report(self.gateway, lease_id)
+        if not services:  # naming none, it concerns them all
+            await require_services(self.gateway, identity, "status", lease_id, report.services)
         missing = [s for s in services if s not in report.services]
         if missing:
             raise NotFound(f"lease {lease_id} has no service {', '.join(missing)}")
@@ -283,13 +303,13 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         metrics.RPC.labels("StreamServiceStatus").inc()
         services = list(request.services)
 
-        async def opened() -> tuple[LeaseID, float]:
-            lease_id = await self._lease(context, request, "status", services)
-            return lease_id, _interval(context)
+        async def opened() -> tuple[Identity, LeaseID, float]:
+            identity, lease_id = await self._lease(context, request, "status", services)
+            return identity, lease_id, _interval(context)
 
-        lease_id, interval = await _answer(context, opened())
+        identity, lease_id, interval = await _answer(context, opened())
         while True:
-            yield await _answer(context, self._status(lease_id, services))
+            yield await _answer(context, self._status(identity, lease_id, services))
             await asyncio.sleep(interval)
 
     def _kube(self) -> LeaseCluster:
@@ -314,7 +334,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
 
         async def work() -> lease.ServiceLogsResponse:
             services = list(request.services)
-            lease_id = await self._lease(context, request, "logs", services)
+            _, lease_id = await self._lease(context, request, "logs", services)
             # the newest entries that fit, kept while reading: memory stays within the budget
             entries: collections.deque[tuple[int, lease.ServiceLogs]] = collections.deque()
             budget, used = self.gateway.settings.gateway_max_body, 0
@@ -342,7 +362,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         services = list(request.services)
 
         async def opened() -> tuple[LeaseID, list[Pod]]:
-            lease_id = await self._lease(context, request, "logs", services)
+            _, lease_id = await self._lease(context, request, "logs", services)
             return lease_id, await self._pods(lease_id, services)
 
         lease_id, pods = await _answer(context, opened())
@@ -366,12 +386,15 @@ def _interval(context: Context) -> float:
     values = [v for k, v in context.invocation_metadata() or () if k == "interval"]
     if not values:
         return STATUS_INTERVAL
-    text = values[0] if isinstance(values[0], str) else values[0].decode()
-    seconds = go_duration(text.strip())
-    if seconds is None or seconds < MIN_STATUS_INTERVAL:
+    text = values[0] if isinstance(values[0], str) else values[0].decode(errors="replace")
+    try:
+        seconds = go_duration(text.strip()) if len(text) <= 32 else None
+    except ValueError:  # more digits than Python reads
+        seconds = None
+    if seconds is None or not MIN_STATUS_INTERVAL <= seconds <= MAX_STATUS_INTERVAL:
         raise BadRequest(
-            f"interval: {text!r} is not a duration of at least {MIN_STATUS_INTERVAL:g}s "
-            "(examples: 5s, 1m)"
+            f"interval: {text[:32]!r} is not a duration from {MIN_STATUS_INTERVAL:g}s to "
+            f"{MAX_STATUS_INTERVAL / 3600:g}h (examples: 5s, 1m)"
         )
     return float(seconds)
 
