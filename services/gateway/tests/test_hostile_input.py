@@ -273,14 +273,19 @@ SCOPES = ["status", "get-manifest", "send-manifest", "logs", "events"]
 
 
 @pytest.fixture
-async def lease_rpc(stack: Any) -> AsyncIterator[lease_pb2_grpc.LeaseRPCStub]:
+async def channel(stack: Any) -> AsyncIterator[grpc.aio.Channel]:
     creds = grpc.ssl_channel_credentials(root_certificates=stack.gateway.server_certificate())
     async with grpc.aio.secure_channel(stack.gateway.grpc_target, creds) as channel:
-        yield lease_pb2_grpc.LeaseRPCStub(channel)  # type: ignore[no-untyped-call]
+        yield channel
+
+
+@pytest.fixture
+def lease_rpc(channel: grpc.aio.Channel) -> lease_pb2_grpc.LeaseRPCStub:
+    return lease_pb2_grpc.LeaseRPCStub(channel)  # type: ignore[no-untyped-call]
 
 
 async def test_grpc_errors_are_statuses_with_messages(
-    stack: Any, signer: Signer, lease_rpc: lease_pb2_grpc.LeaseRPCStub
+    stack: Any, signer: Signer, channel: grpc.aio.Channel, lease_rpc: lease_pb2_grpc.LeaseRPCStub
 ) -> None:
     stack.services.cluster = two_services
     lease = lease_pb2.ServiceStatusRequest()
@@ -316,6 +321,13 @@ async def test_grpc_errors_are_statuses_with_messages(
             grpc.StatusCode.INVALID_ARGUMENT,
             True,
         ), interval
+    for method in ("ServiceStatus", "StreamServiceLogs"):  # bytes that are no message
+        raw = f"/akash.provider.lease.v1.LeaseRPC/{method}"
+        call = (channel.unary_stream if method.startswith("Stream") else channel.unary_unary)(
+            raw, request_serializer=bytes, response_deserializer=bytes
+        )
+        code, details = await refusal(call, b"\xff\xff\xff\xff", full)
+        assert (code, "not a valid message" in details) == (grpc.StatusCode.INVALID_ARGUMENT, True)
     named = lease_pb2.ServiceStatusRequest(lease_id=lease.lease_id, services=["db"])
     answer = await lease_rpc.ServiceStatus(
         named, metadata=(("authorization", f"Bearer {only_db}"),)

@@ -32,9 +32,9 @@ import asyncio
 import collections
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2
@@ -111,6 +111,67 @@ async def _answer(context: Context, work: Awaitable[T]) -> T:
         )
         await context.abort(grpc.StatusCode.INTERNAL, "internal error")
         raise  # never reached
+
+
+class _Undecodable:
+    """What a request that is not its method's protobuf message decodes to."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+if TYPE_CHECKING:  # generic in the stubs only
+    Interceptor = aio.ServerInterceptor[Any, Any]
+else:
+    Interceptor = aio.ServerInterceptor
+
+
+class DecodeFirst(Interceptor):
+    """A request that does not decode is INVALID_ARGUMENT saying so, answered here: grpcio
+    would log its traceback and answer INTERNAL."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler: Any = await continuation(handler_call_details)
+        decode = getattr(handler, "request_deserializer", None)
+        if decode is None or handler.request_streaming:
+            return handler
+
+        def safely(data: bytes) -> Any:
+            try:
+                return decode(data)
+            except Exception as exc:  # protobuf's DecodeError, or whatever a parser raises
+                return _Undecodable(str(exc)[:200] or type(exc).__name__)
+
+        async def refused(request: _Undecodable, context: Context) -> None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the request is not a valid message: {request.error}",
+            )
+
+        if handler.unary_unary is not None:
+            call = handler.unary_unary
+
+            async def unary(request: Any, context: Context) -> Any:
+                if isinstance(request, _Undecodable):
+                    await refused(request, context)
+                return await call(request, context)
+
+            return handler._replace(request_deserializer=safely, unary_unary=unary)
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def streamed(request: Any, context: Context) -> AsyncIterator[Any]:
+                if isinstance(request, _Undecodable):
+                    await refused(request, context)
+                async for item in stream(request, context):
+                    yield item
+
+            return handler._replace(request_deserializer=safely, unary_stream=streamed)
+        return handler
 
 
 class Authenticated:
@@ -416,12 +477,13 @@ class RPCServer:
         self.peers = peers
         self.port = 0
         self.server = aio.server(
+            interceptors=[DecodeFirst()],
             options=[
                 # Akash's keepalive policy: clients may ping every 30 s, even when idle
                 ("grpc.http2.min_ping_interval_without_data_ms", 30_000),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.max_receive_message_length", gateway.settings.gateway_max_body),
-            ]
+            ],
         )
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]  # stubs lag
 
