@@ -241,6 +241,23 @@ def test_hostile_tokens_are_refused_before_parsing_or_lookup(
         ({"nbf": -1}, "at nbf"),
         ({"iat": 1.5}, "at iat"),
         ({"jti": "j" * 300}, "at jti"),
+        (
+            {
+                "leases": {
+                    "access": "granular",
+                    "permissions": [
+                        {
+                            "provider": PROVIDER,
+                            "access": "granular",
+                            "deployments": [
+                                {"dseq": 10**30, "scope": ["logs"], "services": ["web"]}
+                            ],
+                        }
+                    ],
+                }
+            },
+            "dseq",
+        ),
     ],
 )
 def test_times_and_ids_are_bounded(changes: dict[str, Any], error: str) -> None:

@@ -39,6 +39,7 @@ from pydantic import (
 
 from akchain.keys import Signer, address_of, verify
 from aktypes.address import is_address
+from aktypes.ids import MAX_UINT32, MAX_UINT64
 
 Scope = Literal[
     "send-manifest",
@@ -86,10 +87,10 @@ class _Model(BaseModel):
 
 
 class DeploymentPermission(_Model):
-    dseq: int = Field(ge=1)
+    dseq: int = Field(ge=1, le=MAX_UINT64)
     scope: Scopes
-    gseq: int | None = Field(default=None, ge=0)
-    oseq: int | None = Field(default=None, ge=0)
+    gseq: int | None = Field(default=None, ge=0, le=MAX_UINT32)
+    oseq: int | None = Field(default=None, ge=0, le=MAX_UINT32)
     services: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
 
     @model_validator(mode="after")
