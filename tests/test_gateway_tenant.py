@@ -529,14 +529,14 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
         for auth, want in expected.items()
     }
 
-    # every other spelling of a lease's numbers is a 400, whoever asks, before any grant
-    aliases = ("+1", "01", "1.0", "0_1", "%201", "%C2%B9")  # ¹: str.isdigit() says yes
+    # every other spelling of a lease's numbers is a 400, checked before any grant
+    # (the other spellings are in services/gateway/tests/test_hostile_input.py)
+    aliases = ("+1", "01", "%201", "%C2%B9")  # ¹: str.isdigit() says yes, int() says no
     spelled = {}
     for method, template, scope in ROUTES:
         if "{" not in template:
             continue
         for alias in aliases:
-            for auth in ("certificate", "granular token for this deployment"):
-                found = await outcome(method, template, scope, auth, gseq=alias)
-                spelled[(template, alias, auth)] = found
+            auth = "granular token for this deployment"
+            spelled[(template, alias)] = await outcome(method, template, scope, auth, gseq=alias)
     assert spelled == dict.fromkeys(spelled, "400")
