@@ -475,8 +475,8 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
         ),
     }
 
-    def granular(dseq: int, scope: str) -> str:
-        grant = {"dseq": dseq, "scope": [scope], "services": ["web"]}
+    def granular(dseq: int, scope: str, services: tuple[str, ...] = ("web",)) -> str:
+        grant = {"dseq": dseq, "scope": [scope], "services": list(services)}
         return tenant.token(
             {
                 "access": "granular",
@@ -496,6 +496,7 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
                 "token": tenant.token({"access": "scoped", "scope": ["restart"]})
             },
             "granular token for another deployment": {"token": granular(lease.dseq + 1, scope)},
+            "granular token for another service": {"token": granular(lease.dseq, scope, ("db",))},
             "certificate and token together": {
                 "certificate": certificate,
                 "token": tenant.token(),
@@ -505,8 +506,11 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
             "granular token for this deployment": {"token": granular(lease.dseq, scope)},
         }[auth]
 
-    async def outcome(method: str, template: str, scope: str, auth: str) -> str:
-        path = template.format(dseq=lease.dseq, lease=f"{lease.dseq}/{lease.gseq}/{lease.oseq}")
+    async def outcome(
+        method: str, template: str, scope: str, auth: str, gseq: str = str(lease.gseq)
+    ) -> str:
+        dseq = str(lease.dseq) if gseq == str(lease.gseq) else gseq.replace("1", str(lease.dseq))
+        path = template.format(dseq=dseq, lease=f"{lease.dseq}/{gseq}/{lease.oseq}")
         given = credentials(auth, scope)
         if method != "WS":
             status, _ = await tenant.gateway_request(
@@ -528,6 +532,8 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
         "expired token": "401",
         "token without the scope": "403",
         "granular token for another deployment": "403",
+        # naming no service (the lease's status, manifest, logs, events) needs them all
+        "granular token for another service": "403",
         "certificate and token together": "400",
         "certificate": "ok",
         "token with the scope": "ok",
@@ -543,4 +549,24 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
                 "404": "not found",
                 "closed 4001": "not found",
             }.get(found, found)
-    assert table == {(t, auth): want for _, t, _ in ROUTES for auth, want in expected.items()}
+    # migrations name no service: their scope is checked on the destination deployment
+    assert table == {
+        (t, auth): {
+            ("/hostname/migrate", "granular token for another service"): "ok",
+            ("/endpoint/migrate", "granular token for another service"): "ok",
+        }.get((t, auth), want)
+        for _, t, _ in ROUTES
+        for auth, want in expected.items()
+    }
+
+    # every other spelling of a lease's numbers is a 400, checked before any grant
+    # (the other spellings are in services/gateway/tests/test_hostile_input.py)
+    aliases = ("+1", "01", "%201", "%C2%B9")  # ¹: str.isdigit() says yes, int() says no
+    spelled = {}
+    for method, template, scope in ROUTES:
+        if "{" not in template:
+            continue
+        for alias in aliases:
+            auth = "granular token for this deployment"
+            spelled[(template, alias)] = await outcome(method, template, scope, auth, gseq=alias)
+    assert spelled == dict.fromkeys(spelled, "400")

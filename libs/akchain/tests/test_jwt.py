@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
@@ -193,3 +194,84 @@ def test_what_each_access_level_allows(
     where = dict(zip(("dseq", "gseq", "oseq"), lease, strict=False))
     refusal = leases.refusal(scope, provider, **where, services=services)
     assert (refusal is None) is allowed, refusal
+
+
+def _unsigned(header: dict[str, Any] | str, payload: dict[str, Any] | str) -> str:
+    def part(value: dict[str, Any] | str) -> str:
+        text = value if isinstance(value, str) else json.dumps(value)
+        return _b64(text.encode())
+
+    return f"{part(header)}.{part(payload)}.{_b64(b'x' * 64)}"
+
+
+ES256K = {"alg": "ES256K", "typ": "JWT"}
+
+
+def _payload(signer: Signer, **changes: Any) -> dict[str, Any]:
+    at = int(NOW.timestamp())
+    claims = {"iss": signer.address, "iat": at, "nbf": at, "exp": at + 60, "version": "v1"}
+    return claims | {"leases": {"access": "full"}} | changes
+
+
+@pytest.mark.parametrize(
+    ("header", "payload", "error"),
+    [
+        (ES256K, "[" * 5000 + "]" * 5000, "nests deeper than 16"),
+        ("{" * 3000, {}, "header nests deeper"),
+        (ES256K, {"iss": "../../../../akash/provider/v1beta4/providers/x"}, "at iss"),
+        (ES256K, {"iss": "akash1" + "q" * 38}, "at iss"),  # the form, a bad checksum
+        (ES256K, "exp", "not JSON"),
+        (ES256K, '{"exp": ' + "9" * 5000 + "}", "not JSON"),  # over Python's digit limit
+        ({"alg": ["ES256K"]}, {}, "algorithm 'list'"),
+        ('"ES256K"', {}, "header is not a JSON object"),
+    ],
+)
+def test_hostile_tokens_are_refused_before_parsing_or_lookup(
+    header: dict[str, Any] | str, payload: dict[str, Any] | str, error: str
+) -> None:
+    with pytest.raises(jwt.TokenError, match=error):
+        jwt.inspect(_unsigned(header, payload), now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"exp": 10**400}, "at exp"),
+        ({"exp": 1e300}, "at exp"),
+        ({"nbf": -1}, "at nbf"),
+        ({"iat": 1.5}, "at iat"),
+        ({"jti": "j" * 300}, "at jti"),
+        (
+            {
+                "leases": {
+                    "access": "granular",
+                    "permissions": [
+                        {
+                            "provider": PROVIDER,
+                            "access": "granular",
+                            "deployments": [
+                                {"dseq": 10**30, "scope": ["logs"], "services": ["web"]}
+                            ],
+                        }
+                    ],
+                }
+            },
+            "dseq",
+        ),
+    ],
+)
+def test_times_and_ids_are_bounded(changes: dict[str, Any], error: str) -> None:
+    token = _unsigned(ES256K, _payload(Signer.generate(), **changes))
+    with pytest.raises(jwt.TokenError, match=error):
+        jwt.inspect(token, now=NOW)
+
+
+def test_a_token_is_inspected_without_its_key_and_bounded_in_size() -> None:
+    signer = Signer.generate()
+    token = jwt.mint(signer, {"access": "full"}, now=NOW)
+    assert jwt.inspect(token, now=NOW).iss == signer.address
+    with pytest.raises(jwt.TokenError, match="expired"):
+        jwt.inspect(token, now=NOW + dt.timedelta(hours=1))
+    with pytest.raises(jwt.TokenError, match="longer than 16384"):
+        jwt.inspect(_unsigned(ES256K, _payload(signer, jti="j" * 20_000)), now=NOW)
+    assert jwt.depth('{"a": "[[[{{", "b": [1, {"c": "\\"]"}]}') == 3

@@ -124,6 +124,28 @@ def test_logs_keep_extra_fields_and_bound_ids() -> None:
         logging.getLogger().handlers.clear()
 
 
+def test_the_log_is_rate_limited_per_logger_and_message() -> None:
+    out = io.StringIO()
+    logs.setup("example", fmt="json", stream=out, rate=5)
+    try:
+        refused, other = logging.getLogger("akgateway"), logging.getLogger("akbus")
+        for n in range(1000):  # a flood of one message, at once
+            refused.warning("request %d refused", n)
+        other.warning("something else")  # another message is not held back
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [r["event"] for r in lines] == [f"request {n} refused" for n in range(5)] + [
+            "something else"
+        ]
+        limit = logging.getLogger().handlers[0].filters[0]
+        assert isinstance(limit, logs.RateLimit)
+        limit.clock = lambda: 1e9  # much later: the bucket is full again
+        refused.warning("request %d refused", 1000)
+        last = json.loads(out.getvalue().splitlines()[-1])
+        assert (last["event"], last["dropped"]) == ("request 1000 refused", 995)
+    finally:
+        logging.getLogger().handlers.clear()
+
+
 def _spec() -> ServiceSpec[Example]:
     async def start(_: object) -> None:
         return None

@@ -9,6 +9,12 @@ off-chain sign document, as browser wallets can.
 The claims say what the token allows (:class:`Leases`): ``full`` (everything), ``scoped``
 (these actions on every lease), ``granular`` (per provider: full, scoped, or per deployment,
 group, order and services). :meth:`Leases.refusal` answers whether an action is allowed.
+
+A token is read defensively, as anything a stranger sends: at most :data:`MAX_TOKEN`
+characters, header and payload JSON nested at most :data:`MAX_DEPTH` deep (checked before
+they are parsed), times within :data:`MAX_TIME`, and an issuer that is a bech32 account
+address. :func:`inspect` checks everything but the signature, so a caller can refuse a bad
+token before it looks up the issuer's key.
 """
 
 from __future__ import annotations
@@ -21,10 +27,19 @@ from typing import Annotated, Any, Literal, cast
 
 from jwt import PyJWS
 from jwt.algorithms import Algorithm
-from jwt.exceptions import InvalidAlgorithmError, InvalidTokenError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from jwt.exceptions import InvalidTokenError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from akchain.keys import Signer, address_of, verify
+from aktypes.address import is_address
+from aktypes.ids import MAX_UINT32, MAX_UINT64
 
 Scope = Literal[
     "send-manifest",
@@ -39,7 +54,19 @@ Scope = Literal[
     "attestation",
 ]
 ALGORITHMS = ("ES256K", "ES256KADR36")
-Address = Annotated[str, Field(pattern=r"^akash1[a-z0-9]{38}$")]
+MAX_TOKEN = 16 * 1024  # characters: as much as an HTTP header line takes here
+MAX_DEPTH = 16  # JSON nesting of a header or payload (Akash's claims nest 7 deep)
+MAX_TIME = 253_402_300_799  # 9999-12-31T23:59:59Z, the last second a JWT time may name
+
+
+def _address(value: str) -> str:
+    if not is_address(value):
+        raise ValueError("not a bech32 akash account address")
+    return value
+
+
+Address = Annotated[str, Field(pattern=r"^akash1[a-z0-9]{38}$"), AfterValidator(_address)]
+Time = Annotated[int, Field(ge=0, le=MAX_TIME)]
 
 
 class TokenError(ValueError):
@@ -60,10 +87,10 @@ class _Model(BaseModel):
 
 
 class DeploymentPermission(_Model):
-    dseq: int = Field(ge=1)
+    dseq: int = Field(ge=1, le=MAX_UINT64)
     scope: Scopes
-    gseq: int | None = Field(default=None, ge=0)
-    oseq: int | None = Field(default=None, ge=0)
+    gseq: int | None = Field(default=None, ge=0, le=MAX_UINT32)
+    oseq: int | None = Field(default=None, ge=0, le=MAX_UINT32)
     services: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -108,6 +135,15 @@ class Leases(_Model):
             raise ValueError("permissions name a provider twice")
         return self
 
+    def names_services(self, provider: str) -> bool:
+        """Whether these grants at ``provider`` are per deployment, so per service: then a
+        request that names no service concerns every service of its lease, and each must be
+        granted (:meth:`refusal` with all of them)."""
+        if self.access != "granular":
+            return False
+        found = next((p for p in self.permissions or () if p.provider == provider), None)
+        return found is not None and found.access == "granular"
+
     def refusal(
         self,
         scope: Scope,
@@ -120,7 +156,8 @@ class Leases(_Model):
     ) -> str | None:
         """Why this token may not do ``scope`` at ``provider`` on that lease (None: it may).
 
-        Services restrict only what names services (logs, events, shell, a service's status).
+        Services restrict what concerns services; ``services`` must be every service the
+        request concerns (a request that names none concerns all of its lease's).
         """
         if self.access == "full":
             return None
@@ -162,10 +199,10 @@ def _shape(access: str, scope: list[Scope] | None, name: str, inner: list[Any] |
 
 class Claims(_Model):
     iss: Address
-    iat: int = Field(ge=0)
-    nbf: int = Field(ge=0)
-    exp: int = Field(ge=0)
-    jti: str | None = Field(default=None, min_length=1)
+    iat: Time
+    nbf: Time
+    exp: Time
+    jti: str | None = Field(default=None, min_length=1, max_length=256)
     version: Literal["v1"]
     leases: Leases
 
@@ -262,17 +299,97 @@ def mint(
     )
 
 
-def issuer(token: str) -> str:
-    """The account a token claims to come from, before its signature is checked."""
+def depth(text: str) -> int:
+    """How deep the JSON ``text`` nests arrays and objects (brackets in strings do not
+    count), found without parsing it, so a hostile document cannot exhaust the parser."""
+    deepest = level = 0
+    quoted = escaped = False
+    for char in text:
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level -= 1
+    return deepest
+
+
+def _segment(text: str, what: str) -> dict[str, Any]:
+    """A token's header or payload as a JSON object, its size and depth checked first."""
     try:
-        payload = json.loads(
-            _JWS.decode_complete(token, options={"verify_signature": False})["payload"]
-        )
-        found = payload.get("iss") if isinstance(payload, dict) else None
-    except (InvalidTokenError, ValueError) as exc:
-        raise TokenError(f"not a JWT: {exc}") from None
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        decoded = raw.decode()
+    except (ValueError, UnicodeDecodeError):
+        raise TokenError(f"not a JWT: the {what} is not base64url-encoded UTF-8") from None
+    if depth(decoded) > MAX_DEPTH:
+        raise TokenError(f"not a JWT: the {what} nests deeper than {MAX_DEPTH} levels")
+    try:
+        value = json.loads(decoded)
+    except ValueError:
+        raise TokenError(f"not a JWT: the {what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise TokenError(f"not a JWT: the {what} is not a JSON object")
+    return value
+
+
+def _claims(payload: dict[str, Any]) -> Claims:
+    try:
+        return Claims.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "claims"
+        raise TokenError(f"token claims invalid at {where}: {first['msg']}") from None
+
+
+def _opened(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and payload of a token of the right shape and size, not yet verified."""
+    if len(token) > MAX_TOKEN:
+        raise TokenError(f"not a JWT: longer than {MAX_TOKEN} characters")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenError("not a JWT: expected three dot-separated parts")
+    header = _segment(parts[0], "header")
+    alg = header.get("alg")
+    if alg not in ALGORITHMS:
+        shown = alg if isinstance(alg, str) else type(alg).__name__
+        raise TokenError(f"token refused: algorithm {shown[:40]!r} is not one of {ALGORITHMS}")
+    return header, _segment(parts[1], "payload")
+
+
+def _in_time(claims: Claims, now: dt.datetime | None, leeway: float) -> None:
+    instant = (now or dt.datetime.now(dt.UTC)).timestamp()
+    if instant > claims.exp + leeway:
+        raise TokenError("token expired")
+    if instant + leeway < claims.nbf:
+        raise TokenError("token not valid yet (nbf is in the future)")
+
+
+def inspect(token: str, *, now: dt.datetime | None = None, leeway: float = 5.0) -> Claims:
+    """The claims of ``token`` if they are valid now, its signature NOT checked: what can
+    be refused before the issuer's key is looked up."""
+    _, payload = _opened(token)
+    claims = _claims(payload)
+    _in_time(claims, now, leeway)
+    return claims
+
+
+def issuer(token: str) -> str:
+    """The account a token claims to come from (a valid address), before its signature is
+    checked."""
+    _, payload = _opened(token)
+    found = payload.get("iss")
     if not isinstance(found, str) or not found:
         raise TokenError("the token names no issuer (iss)")
+    if not is_address(found):
+        raise TokenError("token claims invalid at iss: not a bech32 akash account address")
     return found
 
 
@@ -280,24 +397,13 @@ def check(
     token: str, public_key: bytes, *, now: dt.datetime | None = None, leeway: float = 5.0
 ) -> Claims:
     """The claims of ``token`` if ``public_key`` signed it and it is valid now."""
+    _opened(token)
     try:
         decoded = _JWS.decode_complete(token, public_key, algorithms=list(ALGORITHMS))
-    except InvalidAlgorithmError:
-        alg = _JWS.get_unverified_header(token).get("alg")
-        raise TokenError(f"token refused: algorithm {alg!r} is not one of {ALGORITHMS}") from None
     except InvalidTokenError as exc:
         raise TokenError(f"token refused: {exc}") from None
-    try:
-        claims = Claims.model_validate_json(decoded["payload"])
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "claims"
-        raise TokenError(f"token claims invalid at {where}: {first['msg']}") from None
+    claims = _claims(json.loads(decoded["payload"]))
     if address_of(public_key) != claims.iss:
         raise TokenError(f"the key that signed the token is not {claims.iss}'s")
-    instant = (now or dt.datetime.now(dt.UTC)).timestamp()
-    if instant > claims.exp + leeway:
-        raise TokenError("token expired")
-    if instant + leeway < claims.nbf:
-        raise TokenError("token not valid yet (nbf is in the future)")
+    _in_time(claims, now, leeway)
     return claims

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -43,6 +44,14 @@ def _id_params(
     return {
         f"{prefix}.{name}": str(getattr(ident, name)) for name in fields if hasattr(ident, name)
     }
+
+
+def _segment(value: str) -> str:
+    """``value`` as one path segment: escaped, so no input can reach another endpoint
+    (``.`` and ``..`` name nothing: a URL library would resolve them)."""
+    if value in ("", ".", ".."):
+        raise NotFound(f"{value!r} names no account")
+    return quote(value, safe="")
 
 
 def _filters(prefix: str, **values: str | int | None) -> dict[str, str]:
@@ -116,10 +125,12 @@ class LCDClient(HTTPClient):
 
     # -- auth and bank --------------------------------------------------------------------
     async def account(self, address: str) -> Account:
-        return Account.from_json(await self.get(LCD_PATHS["account"].format(address=address)))
+        return Account.from_json(
+            await self.get(LCD_PATHS["account"].format(address=_segment(address)))
+        )
 
     async def balances(self, address: str) -> list[Coin]:
-        items = await self._all(LCD_PATHS["balances"].format(address=address), "balances")
+        items = await self._all(LCD_PATHS["balances"].format(address=_segment(address)), "balances")
         return [Coin(denom=c["denom"], amount=int(c["amount"])) for c in items]
 
     async def balance(self, address: str, denom: str) -> int:
@@ -200,10 +211,14 @@ class LCDClient(HTTPClient):
         return [Provider.from_json(p) for p in await self._all(LCD_PATHS["providers"], "providers")]
 
     async def provider(self, owner: str) -> Provider:
-        return Provider.from_json(await self.get(LCD_PATHS["provider"].format(owner=owner)))
+        return Provider.from_json(
+            await self.get(LCD_PATHS["provider"].format(owner=_segment(owner)))
+        )
 
     async def provider_attributes(self, owner: str) -> list[AuditedAttributes]:
-        items = await self._all(LCD_PATHS["provider_attributes"].format(owner=owner), "providers")
+        items = await self._all(
+            LCD_PATHS["provider_attributes"].format(owner=_segment(owner)), "providers"
+        )
         return [AuditedAttributes.from_json(p) for p in items]
 
     async def certificates(

@@ -58,7 +58,12 @@ def main(spec: ServiceSpec[Any], argv: Sequence[str] | None = None) -> NoReturn:
         for problem in exc.problems:
             print(f"{spec.distribution}: {problem}", file=sys.stderr)  # noqa: T201
         sys.exit(2)
-    logs.setup(spec.name, level=config.runtime.log_level, fmt=config.runtime.log_format)
+    logs.setup(
+        spec.name,
+        level=config.runtime.log_level,
+        fmt=config.runtime.log_format,
+        rate=config.runtime.log_rate,
+    )
     try:
         code = asyncio.run(Runtime(spec, config).run())
     except KeyboardInterrupt:  # a signal before the loop could take it over

@@ -75,6 +75,12 @@ class RuntimeSettings(BaseSettings):
     log_format: Literal["auto", "json", "text"] = Field(
         default="auto", description="auto: text on a terminal, JSON lines otherwise"
     )
+    log_rate: float = Field(
+        default=50.0,
+        ge=0,
+        description="lines a second each logger writes of one message (more are counted "
+        "and dropped); 0: no limit",
+    )
 
     @field_validator("health_listen")
     @classmethod

@@ -3,19 +3,22 @@
 Every error is ``{"message": …}`` with Akash's status codes: a request that does not fit a
 route (a path number that is not one, out of range) is a 400 naming the field, an unknown
 route a 404, a wrong method a 405 — never FastAPI's ``{"detail": …}``, and never a 500 for
-bad input. OpenAPI is at ``/openapi.json`` with docs at ``/docs``. Request metrics go to
-the process's default registry, which the runtime serves on the health port.
+bad input. A bug is a 500 and one log line (:class:`Unexpected`). OpenAPI is at
+``/openapi.json`` with docs at ``/docs``. Request metrics go to the process's default
+registry, which the runtime serves on the health port.
 """
 
 from __future__ import annotations
 
 import logging
+import traceback
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from akgateway.context import Gateway
 from akgateway.errors import ApiError
@@ -50,9 +53,52 @@ async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.error("request %s %s failed", request.method, request.url.path, exc_info=exc)
-    return _message(500, "internal error")
+def _where(exc: BaseException) -> str:
+    """Where ``exc`` was raised: the innermost frame, as ``file:line in function``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    last = frames[-1]
+    return f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name}"
+
+
+class Unexpected:
+    """An exception no handler answers becomes a 500 ``{"message": "internal error"}``
+    (a websocket: close 1011) and ONE log line naming it and where it was raised.
+
+    Starlette's own last resort answers too, but then raises the exception on, and uvicorn
+    logs its traceback again: two tracebacks per request, which a stranger can repeat."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] in ("http.response.start", "websocket.accept", "websocket.close"):
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            log.error(
+                "request %s %s failed",
+                scope.get("method", "WEBSOCKET"),
+                scope.get("path", ""),
+                extra={"error": f"{type(exc).__name__}: {exc}"[:300], "where": _where(exc)},
+            )
+            if started:
+                return
+            if scope["type"] == "http":
+                await _message(500, "internal error")(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": 1011, "reason": ""})
 
 
 def create_app(gateway: Gateway) -> FastAPI:
@@ -70,7 +116,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_invalid_request)
     app.add_exception_handler(HTTPException, on_http_error)
-    app.add_exception_handler(Exception, on_unexpected)
+    app.add_middleware(Unexpected)
     Instrumentator(should_group_status_codes=False).instrument(
         app, metric_namespace="provider", metric_subsystem="gateway"
     )

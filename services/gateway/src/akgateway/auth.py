@@ -20,7 +20,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
@@ -29,6 +29,7 @@ from akchain import jwt
 from akgateway import metrics
 from akgateway.context import Gateway, gateway_of
 from akgateway.domain.certificates import accept, presented
+from akgateway.domain.params import lease_numbers
 from akgateway.errors import (
     BadRequest,
     CertificateRefused,
@@ -103,7 +104,7 @@ async def by_token(gateway: Gateway, token: str) -> Identity:
         metrics.AUTH.labels("ok").inc()
         return known[1]
     try:
-        issuer = jwt.issuer(token)
+        issuer = jwt.inspect(token).iss  # refused here, a token costs no chain query
         key = await gateway.accounts.public_key(issuer)
         if not key:
             raise jwt.TokenError(f"the chain knows no public key of {issuer}")
@@ -161,10 +162,6 @@ async def require_tenant(identity: Annotated[Identity | None, Depends(authentica
 Tenant = Annotated[Identity, Depends(require_tenant)]
 
 
-def _number(value: Any) -> int | None:
-    return int(value) if isinstance(value, str) and value.isdigit() else None
-
-
 def requested_services(connection: HTTPConnection) -> list[str]:
     """The services a lease route names: ``…/service/{service}/…`` or ``?service=a,b``."""
     named = connection.path_params.get("service") or connection.query_params.get("service")
@@ -172,19 +169,25 @@ def requested_services(connection: HTTPConnection) -> list[str]:
 
 
 def scoped(scope: jwt.Scope) -> Callable[..., Awaitable[Identity]]:
-    """The dependency of a route that needs ``scope``, checked on the lease in its path."""
+    """The dependency of a route that needs ``scope``, checked on the lease in its path.
+
+    The path's numbers are read here (:func:`akgateway.domain.params.lease_numbers`, a 400
+    for any spelling but the canonical one) with the rule the route's own parameters use
+    (:data:`akgateway.domain.params.Digits`), so the lease checked is the lease served. A
+    route that names no service checks the services it serves itself
+    (:func:`akgateway.routes.require_services`)."""
 
     async def dependency(
         request: Request, identity: Annotated[Identity | None, Depends(authenticate)]
     ) -> Identity:
         tenant = tenant_of(identity)
-        params = request.path_params
+        numbers = lease_numbers(request.path_params)
         tenant.require(
             scope,
             gateway_of(request).provider,
-            dseq=_number(params.get("dseq")),
-            gseq=_number(params.get("gseq")),
-            oseq=_number(params.get("oseq")),
+            dseq=numbers.get("dseq"),
+            gseq=numbers.get("gseq"),
+            oseq=numbers.get("oseq"),
             services=requested_services(request),
         )
         return tenant

@@ -10,6 +10,7 @@ every ID is the tenant, the provider is us; each route checks its scope):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response
@@ -17,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from akbus import ConnectionLost, RequestTimeout, UnexpectedReply
+from akchain.jwt import Scope
 from akgateway import metrics
 from akgateway.auth import Identity, Tenant, scoped
 from akgateway.buildinfo import build_info
@@ -28,6 +30,7 @@ from akgateway.domain.answers import (
     query_error,
     rejection_error,
 )
+from akgateway.domain.params import Digits
 from akgateway.domain.status import kube_version
 from akgateway.errors import Internal, NotFound, PayloadTooLarge, Unavailable
 from aktypes.events import (
@@ -53,9 +56,10 @@ R2 = TypeVar("R2", bound=Payload)
 
 router = APIRouter()
 Ctx = Annotated[Gateway, Depends(gateway_of)]
-Dseq = Annotated[int, Path(ge=1, le=MAX_UINT64, description="deployment sequence")]
-Gseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="group sequence")]
-Oseq = Annotated[int, Path(ge=1, le=MAX_UINT32, description="order sequence")]
+# numbers in their canonical spelling only, as the scope check reads them (domain.params)
+Dseq = Annotated[int, Digits, Path(ge=1, le=MAX_UINT64, description="deployment sequence")]
+Gseq = Annotated[int, Digits, Path(ge=1, le=MAX_UINT32, description="group sequence")]
+Oseq = Annotated[int, Digits, Path(ge=1, le=MAX_UINT32, description="order sequence")]
 SendManifest = Annotated[Identity, Depends(scoped("send-manifest"))]
 GetManifest = Annotated[Identity, Depends(scoped("get-manifest"))]
 Status = Annotated[Identity, Depends(scoped("status"))]
@@ -164,11 +168,13 @@ async def _body(request: Request, limit: int) -> bytes:
 async def submit_manifest(
     *, request: Request, dseq: Dseq, tenant: SendManifest, gateway: Ctx
 ) -> Response:
-    body = await _body(request, gateway.settings.gateway_max_body)
-    manifest = checked_manifest(parse_manifest(body))
-    command = SubmitManifest(
-        deployment_id=DeploymentID(owner=tenant.owner, dseq=dseq), manifest=manifest
+    manifest = checked_manifest(
+        parse_manifest(await _body(request, gateway.settings.gateway_max_body))
     )
+    deployment_id = DeploymentID(owner=tenant.owner, dseq=dseq)
+    services = [s.name for g in manifest.groups for s in g.services or ()]
+    await require_services(gateway, tenant, "send-manifest", deployment_id, services)
+    command = SubmitManifest(deployment_id=deployment_id, manifest=manifest)
     reply = await ask(
         gateway,
         MANIFEST_COMMANDS,
@@ -200,6 +206,47 @@ async def lease_report(gateway: Gateway, lease_id: LeaseID, service: str = "") -
     return reply
 
 
+async def lease_services(gateway: Gateway, lease_id: LeaseID) -> list[str]:
+    """The services of a lease's manifest group, as the cluster service has it."""
+    reply = await ask(
+        gateway,
+        CLUSTER_COMMANDS,
+        GetLeaseManifest(lease_id=lease_id),
+        (LeaseManifestReport, LeaseQueryFailed),
+        timeout=gateway.settings.gateway_request_timeout,
+        who="cluster service",
+    )
+    if isinstance(reply, LeaseQueryFailed):
+        raise query_error(reply)
+    return [s.name for s in reply.group.services or ()]
+
+
+async def require_services(
+    gateway: Gateway,
+    tenant: Identity,
+    scope: Scope,
+    lease_id: LeaseID | DeploymentID,
+    services: Iterable[str] | None = None,
+) -> None:
+    """Refuse (403) unless ``tenant`` may ``scope`` every one of ``services`` (None: every
+    service of the lease, asked of the cluster service). For what names no service: it
+    concerns them all, and a grant of some services does not cover the others. Free for
+    credentials whose grants do not name services."""
+    if not tenant.leases.names_services(gateway.provider):
+        return
+    if services is None:
+        assert isinstance(lease_id, LeaseID)  # noqa: S101 - a deployment's are given
+        services = await lease_services(gateway, lease_id)
+    tenant.require(
+        scope,
+        gateway.provider,
+        dseq=lease_id.dseq,
+        gseq=getattr(lease_id, "gseq", None),
+        oseq=getattr(lease_id, "oseq", None),
+        services=services,
+    )
+
+
 @router.get(
     "/lease/{dseq}/{gseq}/{oseq}/status",
     summary="status of a lease's services, forwarded ports and leased IPs",
@@ -208,7 +255,9 @@ async def lease_report(gateway: Gateway, lease_id: LeaseID, service: str = "") -
 async def lease_status(
     *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: Status, gateway: Ctx
 ) -> JSONResponse:
-    report = await lease_report(gateway, _lease(gateway, tenant, dseq, gseq, oseq))
+    lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
+    report = await lease_report(gateway, lease_id)
+    await require_services(gateway, tenant, "status", lease_id, report.services)
     return JSONResponse(
         {
             "services": {name: s.go_dict() for name, s in report.services.items()},
@@ -245,16 +294,19 @@ async def service_status(
 async def lease_manifest(
     *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: GetManifest, gateway: Ctx
 ) -> JSONResponse:
+    lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
     reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
-        GetLeaseManifest(lease_id=_lease(gateway, tenant, dseq, gseq, oseq)),
+        GetLeaseManifest(lease_id=lease_id),
         (LeaseManifestReport, LeaseQueryFailed),
         timeout=gateway.settings.gateway_request_timeout,
         who="cluster service",
     )
     if isinstance(reply, LeaseQueryFailed):
         raise query_error(reply)
+    services = [s.name for s in reply.group.services or ()]
+    await require_services(gateway, tenant, "get-manifest", lease_id, services)
     return JSONResponse(reply.group.go_dict())
 
 

@@ -32,9 +32,9 @@ import asyncio
 import collections
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2
@@ -59,7 +59,7 @@ from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
 from akgateway.grpcfront import PeerCertificates
 from akgateway.leasepods import merged, running_pods
-from akgateway.routes import ask, lease_report
+from akgateway.routes import ask, lease_report, require_services
 from aktypes.duration import go_duration
 from aktypes.events import (
     BidScreened,
@@ -88,17 +88,90 @@ CODES = {
 }
 STATUS_INTERVAL = 5.0  # StreamServiceStatus without an `interval` metadata (Akash's 5 s)
 MIN_STATUS_INTERVAL = 1.0
+MAX_STATUS_INTERVAL = 24 * 3600.0
 Context = aio.ServicerContext[Any, Any]
 T = TypeVar("T")
 
 
 async def _answer(context: Context, work: Awaitable[T]) -> T:
-    """``work``'s result; an :class:`ApiError` aborts the call with the matching code."""
+    """``work``'s result; an :class:`ApiError` aborts the call with the matching code and
+    its message. Anything unexpected is one log line and INTERNAL with a plain message,
+    never grpcio's answer (UNKNOWN naming a Python exception, and a traceback per call)."""
     try:
         return await work
     except ApiError as exc:
         await context.abort(CODES.get(exc.status, grpc.StatusCode.INTERNAL), exc.message)
         raise  # abort raises; this line is never reached
+    except aio.AbortError:
+        raise
+    except Exception as exc:
+        log.error(
+            "gRPC call failed unexpectedly",
+            extra={"error": f"{type(exc).__name__}: {exc}"[:500]},
+        )
+        await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+        raise  # never reached
+
+
+class _Undecodable:
+    """What a request that is not its method's protobuf message decodes to."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+if TYPE_CHECKING:  # generic in the stubs only
+    Interceptor = aio.ServerInterceptor[Any, Any]
+else:
+    Interceptor = aio.ServerInterceptor
+
+
+class DecodeFirst(Interceptor):
+    """A request that does not decode is INVALID_ARGUMENT saying so, answered here: grpcio
+    would log its traceback and answer INTERNAL."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler: Any = await continuation(handler_call_details)
+        decode = getattr(handler, "request_deserializer", None)
+        if decode is None or handler.request_streaming:
+            return handler
+
+        def safely(data: bytes) -> Any:
+            try:
+                return decode(data)
+            except Exception as exc:  # protobuf's DecodeError, or whatever a parser raises
+                return _Undecodable(str(exc)[:200] or type(exc).__name__)
+
+        async def refused(request: _Undecodable, context: Context) -> None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the request is not a valid message: {request.error}",
+            )
+
+        if handler.unary_unary is not None:
+            call = handler.unary_unary
+
+            async def unary(request: Any, context: Context) -> Any:
+                if isinstance(request, _Undecodable):
+                    await refused(request, context)
+                return await call(request, context)
+
+            return handler._replace(request_deserializer=safely, unary_unary=unary)
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def streamed(request: Any, context: Context) -> AsyncIterator[Any]:
+                if isinstance(request, _Undecodable):
+                    await refused(request, context)
+                async for item in stream(request, context):
+                    yield item
+
+            return handler._replace(request_deserializer=safely, unary_stream=streamed)
+        return handler
 
 
 class Authenticated:
@@ -212,8 +285,8 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         request: lease.SendManifestRequest | lease.ServiceStatusRequest | lease.ServiceLogsRequest,
         scope: Scope,
         services: list[str],
-    ) -> LeaseID:
-        """The request's lease, once the caller may use ``scope`` on it."""
+    ) -> tuple[Identity, LeaseID]:
+        """The caller and the request's lease, once the caller may use ``scope`` on it."""
         identity = await self._identity(context)
         if not request.HasField("lease_id"):
             raise BadRequest("lease_id is required")
@@ -226,7 +299,9 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
             oseq=None if scope == "send-manifest" else found.oseq,
             services=services,
         )
-        return found
+        if scope == "logs" and not services:  # naming none, it concerns them all
+            await require_services(self.gateway, identity, scope, found)
+        return identity, found
 
     async def SendManifest(  # noqa: N802
         self, request: lease.SendManifestRequest, context: Context
@@ -237,15 +312,15 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
     async def _send_manifest(
         self, request: lease.SendManifestRequest, context: Context
     ) -> lease.SendManifestResponse:
-        lease_id = await self._lease(context, request, "send-manifest", [])
+        identity, lease_id = await self._lease(context, request, "send-manifest", [])
         manifest = checked_manifest(manifest_from_pb(request.manifest))
+        deployment_id = DeploymentID(owner=lease_id.owner, dseq=lease_id.dseq)
+        services = [s.name for g in manifest.groups for s in g.services or ()]
+        await require_services(self.gateway, identity, "send-manifest", deployment_id, services)
         reply = await ask(
             self.gateway,
             MANIFEST_COMMANDS,
-            SubmitManifest(
-                deployment_id=DeploymentID(owner=lease_id.owner, dseq=lease_id.dseq),
-                manifest=manifest,
-            ),
+            SubmitManifest(deployment_id=deployment_id, manifest=manifest),
             (ManifestAccepted, ManifestRejected),
             timeout=self.gateway.settings.gateway_submit_timeout,
             who="manifest service",
@@ -260,13 +335,19 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         metrics.RPC.labels("ServiceStatus").inc()
 
         async def work() -> lease.ServiceStatusResponse:
-            lease_id = await self._lease(context, request, "status", list(request.services))
-            return await self._status(lease_id, list(request.services))
+            identity, lease_id = await self._lease(
+                context, request, "status", list(request.services)
+            )
+            return await self._status(identity, lease_id, list(request.services))
 
         return await _answer(context, work())
 
-    async def _status(self, lease_id: LeaseID, services: list[str]) -> lease.ServiceStatusResponse:
+    async def _status(
+        self, identity: Identity, lease_id: LeaseID, services: list[str]
+    ) -> lease.ServiceStatusResponse:
         report = await lease_report(self.gateway, lease_id)
+        if not services:  # naming none, it concerns them all
+            await require_services(self.gateway, identity, "status", lease_id, report.services)
         missing = [s for s in services if s not in report.services]
         if missing:
             raise NotFound(f"lease {lease_id} has no service {', '.join(missing)}")
@@ -283,13 +364,13 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         metrics.RPC.labels("StreamServiceStatus").inc()
         services = list(request.services)
 
-        async def opened() -> tuple[LeaseID, float]:
-            lease_id = await self._lease(context, request, "status", services)
-            return lease_id, _interval(context)
+        async def opened() -> tuple[Identity, LeaseID, float]:
+            identity, lease_id = await self._lease(context, request, "status", services)
+            return identity, lease_id, _interval(context)
 
-        lease_id, interval = await _answer(context, opened())
+        identity, lease_id, interval = await _answer(context, opened())
         while True:
-            yield await _answer(context, self._status(lease_id, services))
+            yield await _answer(context, self._status(identity, lease_id, services))
             await asyncio.sleep(interval)
 
     def _kube(self) -> LeaseCluster:
@@ -314,7 +395,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
 
         async def work() -> lease.ServiceLogsResponse:
             services = list(request.services)
-            lease_id = await self._lease(context, request, "logs", services)
+            _, lease_id = await self._lease(context, request, "logs", services)
             # the newest entries that fit, kept while reading: memory stays within the budget
             entries: collections.deque[tuple[int, lease.ServiceLogs]] = collections.deque()
             budget, used = self.gateway.settings.gateway_max_body, 0
@@ -342,7 +423,7 @@ class LeaseRPC(Authenticated, lease_pb2_grpc.LeaseRPCServicer):
         services = list(request.services)
 
         async def opened() -> tuple[LeaseID, list[Pod]]:
-            lease_id = await self._lease(context, request, "logs", services)
+            _, lease_id = await self._lease(context, request, "logs", services)
             return lease_id, await self._pods(lease_id, services)
 
         lease_id, pods = await _answer(context, opened())
@@ -366,12 +447,15 @@ def _interval(context: Context) -> float:
     values = [v for k, v in context.invocation_metadata() or () if k == "interval"]
     if not values:
         return STATUS_INTERVAL
-    text = values[0] if isinstance(values[0], str) else values[0].decode()
-    seconds = go_duration(text.strip())
-    if seconds is None or seconds < MIN_STATUS_INTERVAL:
+    text = values[0] if isinstance(values[0], str) else values[0].decode(errors="replace")
+    try:
+        seconds = go_duration(text.strip()) if len(text) <= 32 else None
+    except ValueError:  # more digits than Python reads
+        seconds = None
+    if seconds is None or not MIN_STATUS_INTERVAL <= seconds <= MAX_STATUS_INTERVAL:
         raise BadRequest(
-            f"interval: {text!r} is not a duration of at least {MIN_STATUS_INTERVAL:g}s "
-            "(examples: 5s, 1m)"
+            f"interval: {text[:32]!r} is not a duration from {MIN_STATUS_INTERVAL:g}s to "
+            f"{MAX_STATUS_INTERVAL / 3600:g}h (examples: 5s, 1m)"
         )
     return float(seconds)
 
@@ -393,12 +477,13 @@ class RPCServer:
         self.peers = peers
         self.port = 0
         self.server = aio.server(
+            interceptors=[DecodeFirst()],
             options=[
                 # Akash's keepalive policy: clients may ping every 30 s, even when idle
                 ("grpc.http2.min_ping_interval_without_data_ms", 30_000),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.max_receive_message_length", gateway.settings.gateway_max_body),
-            ]
+            ],
         )
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]  # stubs lag
 

@@ -79,7 +79,8 @@ class TLSH11Protocol(H11Protocol):
 
 
 class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's websocket protocol, with the connection's TLS details in the scope."""
+    """uvicorn's websocket protocol, with the connection's TLS details in the scope; an
+    upgrade refused with an HTTP answer is one log line (uvicorn's), not three."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -87,6 +88,12 @@ class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
         if isinstance(ssl_object, ssl.SSLObject):
             app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
             self.app = cast("ASGI3Application", app)
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            # a refusal is a finished answer; uvicorn would log an error that it is not
+            self.handshake_complete = True
 
 
 HANDSHAKE_TIMEOUT_S = 10
@@ -158,9 +165,10 @@ def tls_protocol(
 
 
 def _plain(record: logging.LogRecord) -> bool:
-    """Drop uvicorn's terminal-coloured copy of each message from structured logs."""
+    """Drop uvicorn's terminal-coloured copy of each message from structured logs, and the
+    websockets library's line about a refused upgrade (uvicorn's line names it already)."""
     record.__dict__.pop("color_message", None)
-    return True
+    return record.msg != "connection rejected (%d %s)"
 
 
 for _name in ("uvicorn.error", "uvicorn.access"):

@@ -26,19 +26,15 @@ from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
 from akgateway.auth import identify, tenant_of
 from akgateway.context import Gateway
 from akgateway.domain import streams
-from akgateway.errors import ApiError, BadRequest, NotFound, Unavailable
+from akgateway.domain.params import lease_numbers
+from akgateway.errors import ApiError, NotFound, Unavailable
 from akgateway.leasepods import merged, running_pods
-from aktypes.ids import MAX_UINT32, MAX_UINT64, LeaseID
+from akgateway.routes import require_services
+from aktypes.ids import LeaseID
 
 log = logging.getLogger("akgateway.websockets")
 router = APIRouter()
 LEASE = "/lease/{dseq}/{gseq}/{oseq}"
-
-
-def _number(text: str, name: str, top: int) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= top:
-        raise BadRequest(f"{name}: {text!r} is not a number from 1 to {top}")
-    return int(text)
 
 
 async def _opened(
@@ -48,11 +44,15 @@ async def _opened(
     gateway: Gateway = websocket.app.state.gateway
     params = websocket.path_params
     try:
-        dseq = _number(params["dseq"], "dseq", MAX_UINT64)
-        gseq = _number(params["gseq"], "gseq", MAX_UINT32)
-        oseq = _number(params["oseq"], "oseq", MAX_UINT32)
+        numbers = lease_numbers(params)
+        dseq, gseq, oseq = numbers["dseq"], numbers["gseq"], numbers["oseq"]
         tenant = tenant_of(await identify(websocket, gateway))
         tenant.require(scope, gateway.provider, dseq=dseq, gseq=gseq, oseq=oseq, services=services)
+        lease = LeaseID(
+            owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider
+        )
+        if not services:  # naming none, it concerns them all
+            await require_services(gateway, tenant, scope, lease)
         if gateway.kube is None:
             raise Unavailable("this gateway has no access to the cluster (AP_CLUSTER_BACKEND)")
     except ApiError as exc:
@@ -61,7 +61,6 @@ async def _opened(
             JSONResponse({"message": exc.message}, status_code=exc.status)
         )
         return None
-    lease = LeaseID(owner=tenant.owner, dseq=dseq, gseq=gseq, oseq=oseq, provider=gateway.provider)
     return gateway.kube, lease
 
 

@@ -1,6 +1,8 @@
 """What Akash's lease websockets take and send (``gateway/rest/router.go``,
 ``router_shell.go``): query parameters, frames, close codes. Pure: no I/O.
 
+Numbers are read by :func:`akgateway.domain.params.number` (canonical ASCII digits only).
+
 - ``/logs``: ``service`` (comma list), ``follow``, ``tail`` (-1: everything); text frames
   ``{"name": <pod>, "message": <line>}``.
 - ``/kubeevents``: ``service``, ``follow``; text frames ``{type, reportingController,
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from akgateway.domain.params import number
 from akgateway.errors import BadRequest
 
 # close codes
@@ -26,6 +29,8 @@ CLOSE_UNAVAILABLE = 4002
 # shell frame codes
 STDOUT, STDERR, RESULT, FAILURE, STDIN, RESIZE = 100, 101, 102, 103, 104, 105
 MAX_ARGS = 64
+MAX_TAIL = 2**31 - 1  # Akash reads tail as an int32
+MAX_POD_INDEX = 2**31 - 1  # and podIndex as a uint31
 TRUE, FALSE = ("1", "true", "t", "yes"), ("0", "false", "f", "no")
 
 
@@ -55,13 +60,8 @@ class LogsQuery:
 
 def logs_query(query: Mapping[str, str]) -> LogsQuery:
     raw = query.get("tail", "-1")
-    try:
-        tail = int(raw)
-    except ValueError:
-        raise BadRequest(f"query parameter tail={raw!r}: expected a number (-1: all)") from None
-    if tail < -1:
-        raise BadRequest(f"query parameter tail={tail}: expected -1 or more")
-    return LogsQuery(services_of(query), flag(query, "follow", False), None if tail < 0 else tail)
+    tail = None if raw == "-1" else number(raw, "query parameter tail (-1: all)", 0, MAX_TAIL)
+    return LogsQuery(services_of(query), flag(query, "follow", False), tail)
 
 
 def log_frame(pod: str, line: str) -> str:
@@ -126,9 +126,8 @@ def shell_query(query: Mapping[str, str]) -> ShellQuery:
     raw = query.get("podIndex")
     if raw is None:
         raise BadRequest("query parameter podIndex is required")
-    if not raw.isdigit():
-        raise BadRequest(f"query parameter podIndex={raw!r}: expected 0 or more")
-    return ShellQuery(argv, flag(query, "tty"), flag(query, "stdin"), service, int(raw))
+    pod_index = number(raw, "query parameter podIndex", 0, MAX_POD_INDEX)
+    return ShellQuery(argv, flag(query, "tty"), flag(query, "stdin"), service, pod_index)
 
 
 def frame(code: int, data: bytes = b"") -> bytes:
