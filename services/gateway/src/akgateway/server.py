@@ -65,12 +65,16 @@ def tls_extension(ssl_object: ssl.SSLObject) -> dict[str, Any]:
     }
 
 
-def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
+def with_extension(app: ASGIApp, name: str, value: object) -> ASGIApp:
     async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
-        scope["extensions"] = {**(scope.get("extensions") or {}), "tls": tls}
+        scope["extensions"] = {**(scope.get("extensions") or {}), name: value}
         await app(scope, receive, send)
 
     return asgi
+
+
+def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
+    return with_extension(app, "tls", tls)
 
 
 class TLSH11Protocol(H11Protocol):
@@ -135,15 +139,32 @@ class TLSH11Protocol(H11Protocol):
         self.transport.close()
 
 
+CONNECTION_CLOSED = "akgateway.connection_closed"
+
+
+def connection_closed(scope: Scope) -> asyncio.Event | None:
+    """Set once the websocket's connection is gone, whether or not the app was reading it
+    (a handler blocked on something else learns the tenant left)."""
+    found = (scope.get("extensions") or {}).get(CONNECTION_CLOSED)
+    return found if isinstance(found, asyncio.Event) else None
+
+
 class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's websocket protocol, with the connection's TLS details in the scope."""
+    """uvicorn's websocket protocol, with the connection's TLS details in the scope, and
+    an event set when the connection is lost (:func:`connection_closed`)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        self.closed = asyncio.Event()
+        app = cast("ASGIApp", self.config.loaded_app)
         ssl_object = transport.get_extra_info("ssl_object")
         if isinstance(ssl_object, ssl.SSLObject):
-            app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
-            self.app = cast("ASGI3Application", app)
+            app = with_tls(app, tls_extension(ssl_object))
+        self.app = cast("ASGI3Application", with_extension(app, CONNECTION_CLOSED, self.closed))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+        super().connection_lost(exc)
 
 
 # OpenSSL's verify results for a client certificate, in the words a tenant understands

@@ -28,6 +28,7 @@ from akgateway.context import Gateway
 from akgateway.domain import streams
 from akgateway.errors import ApiError, BadRequest, NotFound, Unavailable
 from akgateway.leasepods import merged, running_pods
+from akgateway.server import connection_closed
 from aktypes.ids import MAX_UINT32, MAX_UINT64, LeaseID
 
 log = logging.getLogger("akgateway.websockets")
@@ -103,8 +104,9 @@ async def _run(
     code, reason = 1000, ""
 
     async def tenant_left() -> None:
-        if reads:
-            await asyncio.Event().wait()  # work reads, and sees the tenant leave
+        if reads:  # work reads, and sees the tenant leave, unless it waits on something else
+            await (connection_closed(websocket.scope) or asyncio.Event()).wait()
+            return
         with contextlib.suppress(WebSocketDisconnect):
             while True:
                 message = await websocket.receive()

@@ -165,7 +165,11 @@ class ExecSession:
         await self.socket.send_bytes(bytes([channel]) + data)
 
     async def close(self) -> None:
-        await self.socket.close()
+        """End the command's stream: a close frame if it goes out soon, else the connection
+        cut (its input may be stalled behind a command that reads none)."""
+        with contextlib.suppress(TimeoutError, aiohttp.ClientError, OSError):
+            async with asyncio.timeout(2.0):
+                await self.socket.close()
 
     @property
     def exit_code(self) -> int | None:
