@@ -248,10 +248,12 @@ async def shell(websocket: WebSocket) -> None:
         writer.result()
         exit_code = session.exit_code
         if exit_code is None:
-            await websocket.send_bytes(streams.frame(streams.FAILURE))
+            last = streams.frame(streams.FAILURE)
         else:
             message = "" if exit_code == 0 else str(session.status.get("message") or "")
-            await websocket.send_bytes(streams.result_frame(exit_code, message))
+            last = streams.result_frame(exit_code, message)
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the tenant left
+            await websocket.send_bytes(last)
         return 1000
 
     await _serve(websocket, "shell", lease, work, reads=True)
