@@ -65,6 +65,15 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
         try:
             page = await browser.new_page(viewport={"width": 1400, "height": 1100})
             await page.goto(f"{base}/?token={gateway.dashboard_token}")
+            # the token became a cookie the page cannot read, and left the address
+            assert page.url == f"{base}/"
+            [cookie] = await page.context.cookies()
+            assert (cookie["httpOnly"], cookie["secure"], cookie["sameSite"]) == (
+                True,
+                True,
+                "Strict",
+            )
+            assert await page.evaluate("document.cookie") == ""
             nodes = page.locator("#nodes")
             for name in ("big-a", "big-b", "gpu-a"):
                 await nodes.get_by_text(name, exact=True).wait_for(timeout=30_000)
@@ -94,3 +103,4 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
                 shutil.copy(shot, target)
         finally:
             await browser.close()
+    assert gateway.dashboard_token not in gateway.log()  # the access log drops query values

@@ -11,8 +11,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import os
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -76,11 +79,22 @@ deployment:
 """
 
 
+# short clocks and small limits, so the tests of the limits (the last part) wait little
+LIMITS = {
+    "AP_GATEWAY_HEADER_TIMEOUT": "2s",
+    "AP_GATEWAY_BODY_TIMEOUT": "2s",
+    "AP_GATEWAY_IDLE_TIMEOUT": "3s",
+    "AP_GATEWAY_TENANT_MAX_WEBSOCKETS": "10",
+    "AP_GATEWAY_TENANT_MAX_SHELLS": "8",
+}
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test", "AP_CLUSTER_LEASED_IPS": "8"},
+        gateway_env=LIMITS,
     ) as provider:
         yield provider
 
@@ -570,3 +584,245 @@ async def test_every_route_checks_who_asks_and_what_they_may_do(
             auth = "granular token for this deployment"
             spelled[(template, alias)] = await outcome(method, template, scope, auth, gseq=alias)
     assert spelled == dict.fromkeys(spelled, "400")
+
+
+# -- what one client may hold: bodies, connections, websockets, shells ----------------------
+
+MIB = 1024 * 1024
+
+
+def proc_status(pid: int | None, field: str) -> int:
+    """A number from ``/proc/<pid>/status`` (VmRSS in KiB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def open_files(pid: int | None) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def raw_request(
+    port: int, head: str, body: Callable[[], AsyncIterator[bytes]] | None = None
+) -> tuple[int, Any, bool, int]:
+    """``head`` (a request's line and headers) over TLS, then ``body``'s chunks while the
+    gateway reads them; (status, JSON body, whether the gateway then closed, bytes of the
+    body sent). Status 0: the gateway reset the connection before its answer was read (it
+    closed with the client's bytes unread, as it does to stop reading a body)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ssl_any())
+    writer.write(head.encode())
+    sent = 0
+    answered = asyncio.Event()
+
+    async def push() -> None:
+        nonlocal sent
+        if body is not None:
+            with contextlib.suppress(OSError, ssl.SSLError):
+                async for chunk in body():
+                    if answered.is_set() or writer.transport.is_closing():
+                        return
+                    writer.write(chunk)
+                    await writer.drain()
+                    sent += len(chunk)
+                    await asyncio.sleep(0)  # a turn for the reader (drain may not yield)
+
+    pusher = asyncio.create_task(push())
+    status, answer, closed = 0, b"", True
+    try:
+        async with asyncio.timeout(15):
+            status = int((await reader.readline()).split()[1])
+            answered.set()
+            headers = {}
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+            answer = await reader.readexactly(int(headers.get("content-length", "0")))
+            closed = await reader.read(1) == b""
+    except (ConnectionResetError, ssl.SSLError, asyncio.IncompleteReadError, IndexError):
+        pass  # reset (status 0), closed
+    finally:
+        answered.set()
+        pusher.cancel()
+        await asyncio.gather(pusher, return_exceptions=True)
+        writer.transport.abort()
+    return status, json.loads(answer or b"null"), closed, sent
+
+
+async def fifty_mib() -> AsyncIterator[bytes]:
+    """50 MiB of a JSON array's white space, chunked, 64 KiB at a time."""
+    chunk = b"[" + b" " * (64 * 1024 - 1)
+    for _ in range(50 * 16):
+        yield f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+
+
+BODY_ROUTES = [
+    ("PUT", "/deployment/1/manifest"),
+    ("POST", "/hostname/migrate"),
+    ("POST", "/endpoint/migrate"),
+    ("GET", "/lease/1/1/1/status"),
+    ("GET", "/status"),
+    ("POST", "/no/such/route"),
+]
+
+
+async def test_a_large_body_is_refused_before_it_is_read(suite: Provider) -> None:
+    gateway = suite.gateway
+    port = gateway.port
+
+    def head(method: str, path: str, length: str) -> str:
+        return f"{method} {path} HTTP/1.1\r\nHost: gateway\r\n{length}\r\n\r\n"
+
+    declared = f"Content-Length: {50 * MIB}"
+    await raw_request(port, head("POST", "/hostname/migrate", declared))  # warm the path up
+    before = proc_status(gateway.pid, "VmRSS")
+    answers = set()
+    for method, path in BODY_ROUTES:
+        # declared: refused from the headers, before a byte of the body is sent
+        status, answer, closed, _ = await raw_request(port, head(method, path, declared))
+        assert (status, closed) == (413, True), path
+        assert "over the limit of" in answer["message"]
+        # chunked, without credentials: refused once past the limit (routes that read
+        # their body before authentication) or answered at once, and never read whole
+        status, answer, closed, sent = await raw_request(
+            port, head(method, path, "Transfer-Encoding: chunked"), fifty_mib
+        )
+        assert closed, path
+        assert sent < 20 * MIB, path
+        answers.add(status)
+        if status == 413:
+            assert "over the limit of" in answer["message"]
+    assert 413 in answers
+    assert proc_status(gateway.pid, "VmRSS") - before < 10 * 1024  # KiB
+    # the manifest route takes more than the others, its own setting
+    status, _, _, _ = await raw_request(
+        port, head("PUT", "/deployment/1/manifest", f"Content-Length: {MIB}")
+    )
+    assert status == 401  # past the body limit check, to authentication
+    status, _, _, _ = await raw_request(
+        port, head("POST", "/hostname/migrate", f"Content-Length: {MIB}")
+    )
+    assert status == 413
+
+
+async def test_idle_and_stalled_connections_are_closed(suite: Provider) -> None:
+    gateway = suite.gateway
+    baseline = open_files(gateway.pid)
+    # what each of 200 clients sends after its TLS handshake, and the clock that closes it
+    kinds = [
+        (b"", 2.0),  # nothing at all: the headers' clock
+        (b"GET /version HTTP/1.1\r\nHost: gateway\r\n\r\n", 3.0),  # then idle
+        (b"GET /version HTTP/1.1\r\nHost: gateway\r\n", 2.0),  # headers that never end
+        # a body that stalls
+        (b"POST /hostname/migrate HTTP/1.1\r\nHost: gateway\r\nContent-Length: 100\r\n\r\n{", 2.0),
+    ]
+    handshakes = asyncio.Semaphore(8)  # a loaded machine finishes them within their clock
+    loop = asyncio.get_running_loop()
+
+    async def client(i: int) -> tuple[float, float]:
+        sends, clock = kinds[i % len(kinds)]
+        async with handshakes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port, ssl=ssl_any())
+        started = loop.time()
+        writer.write(sends)
+        try:
+            with contextlib.suppress(OSError, ssl.SSLError):
+                while await reader.read(64 * 1024):
+                    pass  # an answer, then the end
+            return loop.time() - started, clock
+        finally:
+            writer.transport.abort()
+
+    async with asyncio.timeout(60):
+        held = await asyncio.gather(*(client(i) for i in range(200)))
+    for took, clock in held:  # each closed by its clock (or sooner: the client's loop lags)
+        assert took < clock + 5.0, (took, clock)  # slack for a loaded machine
+    for kind in range(len(kinds)):  # and by that clock: most are closed no sooner
+        times = sorted(took for took, _ in held[kind :: len(kinds)])
+        assert times[len(times) // 2] > kinds[kind][1] - 0.5, times
+    await eventually(
+        lambda: open_files(gateway.pid) <= baseline + 2, what="the gateway's sockets closed"
+    )
+    url = f"{gateway.health_url}/metrics"
+    metrics = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())  # noqa: S310
+    for step in ("headers", "body"):
+        assert (
+            f'provider_gateway_connections_timed_out_total{{listener="tenant API",step="{step}"}}'
+            in metrics
+        )
+
+
+async def test_one_tenants_shells_neither_slow_another_nor_pass_its_limits(
+    suite: Provider, chain: DevnetClients, web_lease: tuple[LeaseID, ClientCertificate]
+) -> None:
+    lease, certificate = web_lease
+    tenant = chain.tenant("tenant-1")
+    other = chain.tenant("tenant-3")
+    other_certificate = await certified(other, suite)
+    other_lease = await deployed(suite, other, other_certificate, sdl(cpu=0.25, count=1))
+    commands = ["sleep%2030", "cat", "sleep%2030", "cat", "sleep%2030", "cat", "sleep%2030", "cat"]
+    async with contextlib.AsyncExitStack() as stack:
+        shells = []
+        for command in commands:  # the limit: 8 shells
+            argv = "&".join(f"cmd{i}={word}" for i, word in enumerate(command.split("%20")))
+            url = wss(suite, lease, f"shell?service=web&podIndex=0&tty=0&stdin=1&{argv}")
+            shells.append(
+                await stack.enter_async_context(websocket(tenant, url, certificate=certificate))
+            )
+        with pytest.raises(Refused) as refused:  # a ninth shell
+            await stack.enter_async_context(
+                websocket(
+                    tenant,
+                    wss(suite, lease, "shell?service=web&podIndex=0&tty=0&stdin=0&cmd0=true"),
+                    certificate=certificate,
+                )
+            )
+        assert refused.value.status == 429
+        for _ in range(2):  # two more websockets: ten, the limit of all kinds
+            await stack.enter_async_context(
+                websocket(
+                    tenant, wss(suite, lease, "kubeevents?follow=true"), certificate=certificate
+                )
+            )
+        with pytest.raises(Refused) as refused:
+            await stack.enter_async_context(
+                websocket(tenant, wss(suite, lease, "kubeevents"), certificate=certificate)
+            )
+        assert refused.value.status == 429
+
+        async def push(shell: ClientConnection) -> None:
+            with contextlib.suppress(ConnectionClosed):
+                while True:
+                    await shell.send(bytes([104]) + b"x" * 1024)
+                    await asyncio.sleep(0)  # a turn for the others (send may not yield)
+
+        pushers = [asyncio.create_task(push(shell)) for shell in shells]
+        try:
+            for _ in range(4):  # another tenant's first event, while the input keeps coming
+                started = asyncio.get_running_loop().time()
+                async with websocket(
+                    other, wss(suite, other_lease, "kubeevents"), certificate=other_certificate
+                ) as socket:
+                    first, _ = await frames(socket, bool, 10)
+                assert first
+                assert asyncio.get_running_loop().time() - started < 1.0
+        finally:
+            for pusher in pushers:
+                pusher.cancel()
+            await asyncio.gather(*pushers, return_exceptions=True)
+
+    # neither command lines nor query values are in the gateway's log
+    log = suite.gateway.log()
+    assert "cmd0=sleep" not in log and "cmd0=***" in log
+
+
+def test_secrets_stay_out_of_logs_and_environments(suite: Provider) -> None:
+    for process in [*suite.processes.values(), suite.devnet]:
+        assert process.log_path.stat().st_mode & 0o777 == 0o600, process.name
+        environment = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+        names = {entry.partition(b"=")[0].decode() for entry in environment if entry}
+        assert "AP_KEY_PASSPHRASE" not in names, process.name
+        if process is not suite.devnet:  # the devnet's own keys need it
+            assert "AKDEVNET_KEY_PASSPHRASE" not in names, process.name
+    relay = suite.processes["relay"]
+    assert "AP_KEY_PASSPHRASE_FILE" in Path(f"/proc/{relay.pid}/environ").read_text()

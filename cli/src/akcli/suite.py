@@ -25,7 +25,7 @@ import typer
 from akbus.embedded import shared_server
 from akcli.testing import Provider
 from akdevnet.testing import DevnetProcess
-from akservice.testing import ServiceProcess
+from akservice.testing import ServiceProcess, child_environment
 
 STATE = Path(".akash-provider")
 GATEWAY_PORT = 8443  # the devnet registers the provider at https://localhost:8443
@@ -57,6 +57,9 @@ def _tail(process: ServiceProcess, lines: int = 15) -> str:
 
 
 def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
+    os.umask(0o077)  # every file and folder of the run (logs, keys, state) is ours alone
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o700)  # what an earlier run left readable is out of others' reach too
     logs = state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     redis_url, redis_cli = _redis_url(state)
@@ -86,7 +89,7 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         [sys.executable, "-m", "akdevnet", *simulate, "--tenants", str(tenants), "--hold", "60"],
         log_path=logs / "tenants.log",
         ready=lambda: True,
-        env={**os.environ, "AKDEVNET_KEY_PASSPHRASE": "devnet"},
+        env=child_environment(AKDEVNET_KEY_PASSPHRASE="devnet"),  # noqa: S106 - the devnet's
         name="tenants",
     )
     tenants_process.start()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,21 @@ def http_ready(url: str) -> Callable[[], bool]:
     return ready
 
 
+SECRET_NAMES = re.compile(r"PASSPHRASE|PASSWORD|SECRET|TOKEN|CREDENTIAL|(^|_)KEY($|_)", re.I)
+
+
+def child_environment(**extra: str) -> dict[str, str]:
+    """This process's environment for a child, without the services' settings (``AP_*``,
+    ``AKBUS_*``, ``REDIS_*``) and without anything named like a secret (passphrases,
+    tokens, keys), plus ``extra``: a child gets only the secrets it is given."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AP_", "AKBUS_", "REDIS_")) and not SECRET_NAMES.search(k)
+    }
+    return {**kept, **extra}
+
+
 class ServiceProcess:
     """A child process for tests: started, checked for readiness, signalled, killed."""
 
@@ -95,7 +111,9 @@ class ServiceProcess:
 
     def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        # the log is its owner's alone: it may name tenants, leases and addresses
+        descriptor = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "ab") as log:
             self.process = subprocess.Popen(  # noqa: S603 - the test's own command
                 self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd
             )
@@ -178,9 +196,7 @@ class RuntimeProcess(ServiceProcess):
         name: str | None = None,
     ) -> None:
         self.health_port = free_port()
-        inherited = {
-            k: v for k, v in os.environ.items() if not k.startswith(("AP_", "AKBUS_", "REDIS_"))
-        }
+        inherited = child_environment()
         settings = {
             "REDIS_URL": redis_url,
             f"AP_{service.upper()}_HEALTH_LISTEN": f"127.0.0.1:{self.health_port}",

@@ -17,7 +17,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import os
 import sys
 import threading
 import urllib.request
@@ -28,7 +27,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from akservice.testing import ServiceProcess, eventually_sync, free_port
+from akservice.testing import ServiceProcess, child_environment, eventually_sync, free_port
 from kubesim import kubeconfig, tls
 from kubesim.authz import ADMIN_TOKEN, Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
@@ -147,7 +146,7 @@ class KubeSimProcess(ServiceProcess):
             args,
             log_path=workdir / "kubesim.log",
             ready=self._ready,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_environment(PYTHONUNBUFFERED="1"),
             name="kubesim",
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,17 @@ from akbus import Bus
 from akservice.testing import RuntimeProcess
 from aktypes.events import Envelope, envelope_from_fields
 from aktypes.events.streams import CHAIN_EVENTS, CHAIN_RESULTS
+
+
+def passphrase_file(folder: Path, passphrase: str) -> Path:
+    """``passphrase`` in a file of ``folder`` only its owner reads: the relay's key is
+    unlocked from it, so the passphrase is in no process's environment."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "relay.passphrase"
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        file.write(passphrase)
+    return path
 
 
 class RelayProcess(RuntimeProcess):
@@ -29,7 +41,7 @@ class RelayProcess(RuntimeProcess):
             "AP_NODE": node,
             "AP_API": api,
             "AP_KEY_FILE": str(key_file),
-            "AP_KEY_PASSPHRASE": passphrase,
+            "AP_KEY_PASSPHRASE_FILE": str(passphrase_file(log_path.parent, passphrase)),
             "AP_EVENTS_START_HEIGHT": "1",
             "AP_EVENTS_POLL_INTERVAL": "200ms",
             "AP_TX_POLL_INTERVAL": "50ms",

@@ -10,7 +10,6 @@ The pytest plugin (:mod:`akdevnet.pytest_plugin`) offers it as the ``devnet`` fi
 from __future__ import annotations
 
 import json
-import os
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
@@ -25,7 +24,7 @@ from akchain.wallet import Wallet
 from akdevnet.node import init_home
 from akdevnet.settings import DevnetSettings
 from akdevnet.tenant import Tenant
-from akservice.testing import ServiceProcess, eventually_sync, free_port
+from akservice.testing import ServiceProcess, child_environment, eventually_sync, free_port
 
 TEST_PASSPHRASE = "devnet"  # noqa: S105 - throwaway keys of a test chain
 
@@ -65,7 +64,7 @@ class DevnetProcess(ServiceProcess):
             command,
             log_path=home / "devnet.log",
             ready=self._produces_blocks,
-            env={**os.environ, "AKDEVNET_KEY_PASSPHRASE": TEST_PASSPHRASE},
+            env=child_environment(AKDEVNET_KEY_PASSPHRASE=TEST_PASSPHRASE),
             name="devnet",
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from fastapi import Request
@@ -10,6 +10,7 @@ from fastapi import Request
 from akbus import Bus
 from akgateway.adapters.chain import AccountKeys, CertificateLookup
 from akgateway.adapters.kube import LeaseCluster
+from akgateway.limits import TenantSlots
 from akgateway.settings import GatewaySettings
 from akgateway.statusboard import StatusBoard
 
@@ -24,6 +25,7 @@ class Gateway:
     version: str  # of this package
     board: StatusBoard  # every service's latest status
     kube: LeaseCluster | None = None  # logs, events, shell (None: no cluster access)
+    slots: TenantSlots = field(default_factory=lambda: TenantSlots(16, 8))  # websockets held
 
 
 def gateway_of(request: Request) -> Gateway:

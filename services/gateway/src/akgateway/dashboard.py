@@ -7,8 +7,10 @@ cluster's status changes. The page (plain HTML and JavaScript in ``static/``) lo
 ``/api/view`` once and then follows ``/api/stream``: server-sent events carrying the whole
 view each time something changed (at most a few times a second), so it never reloads.
 
-The token comes in the URL once (``/?token=…``, as the gateway logs it at start when it made
-one) and is kept in an HTTP-only cookie; API clients can send ``Authorization: Bearer``.
+The token comes in the URL once (``/?token=…``): that first load sets an HTTP-only,
+SameSite=Strict cookie (Secure on HTTPS and loopback) and redirects to the address without
+the token, so it leaves the address bar and history; API clients can send
+``Authorization: Bearer``. The gateway never logs the token (access lines drop query values).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sse_starlette.sse import EventSourceResponse
 
 from akbus import Bus
@@ -107,6 +109,17 @@ def _static(name: str) -> str:
     return resources.files("akgateway").joinpath("static", name).read_text()
 
 
+PRIVATE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
+LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def secure_origin(request: Request) -> bool:
+    """Whether the browser keeps a ``Secure`` cookie from this address: HTTPS, or loopback
+    (which browsers trust as secure); on plain HTTP elsewhere it would drop the cookie."""
+    host = request.url.hostname or ""
+    return request.url.scheme == "https" or host in LOOPBACK or host.startswith("127.")
+
+
 def create_dashboard(feed: DashboardFeed, token: str) -> FastAPI:
     app = FastAPI(title="Akash provider dashboard", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -131,10 +144,21 @@ def create_dashboard(feed: DashboardFeed, token: str) -> FastAPI:
         )
 
     @app.get("/", response_class=HTMLResponse)
-    async def page(request: Request) -> HTMLResponse:
-        response = HTMLResponse(_static("dashboard.html"))
-        if request.query_params.get("token"):
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+    async def page(request: Request) -> Response:
+        if "token" not in request.query_params:
+            return HTMLResponse(_static("dashboard.html"), headers=PRIVATE)
+        # the token is exchanged for the cookie, and the address bar (and history) lose it
+        rest = request.url.remove_query_params("token")
+        target = rest.path + (f"?{rest.query}" if rest.query else "")
+        response = RedirectResponse(target, status_code=303, headers=PRIVATE)
+        response.set_cookie(
+            COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=secure_origin(request),
+            path="/",
+        )
         return response
 
     @app.get("/dashboard.js")

@@ -40,3 +40,18 @@ TLS_REFUSED = Counter(
     ["listener", "reason"],
 )
 RPC = Counter("provider_gateway_rpc", "gRPC ProviderRPC calls by method", ["method"])
+BODY_REFUSED = Counter(
+    "provider_gateway_body_refused",
+    "Requests refused with 413 for a body over the limit, by listener",
+    ["listener"],
+)
+CONNECTIONS_TIMED_OUT = Counter(
+    "provider_gateway_connections_timed_out",
+    "Connections closed for taking too long: handshake, headers, body (idle ones are not counted)",
+    ["listener", "step"],
+)
+TENANT_LIMITED = Counter(
+    "provider_gateway_tenant_limited",
+    "Websockets refused with 429: the tenant held its limit of websockets or shells",
+    ["stream"],
+)

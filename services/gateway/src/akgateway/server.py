@@ -11,8 +11,12 @@ a graceful stop when the runtime stops.
 - TLS is asyncio's, through :class:`TLSConnection`, which adds what a server facing the
   public needs: a refused handshake is one log line saying why (the client certificate's
   problem, or OpenSSL's reason) and a metric, and the TLS alert OpenSSL wrote is sent before
-  the connection closes (asyncio drops it). A handshake that does not finish within
-  ``HANDSHAKE_TIMEOUT_S`` is closed.
+  the connection closes (asyncio drops it).
+- Every connection runs against the clock (:class:`akgateway.limits.Timeouts`): the TLS
+  handshake, a request's headers, its body, and the idle time between requests; a
+  connection that stalls or goes quiet is closed, so idle or slow clients hold no sockets.
+- Access lines (uvicorn's, for requests and websockets) name the query's parameters but
+  not their values (:func:`redacted`): no token or command line reaches the log.
 - Signals belong to the runtime: uvicorn's own handlers are not installed. On SIGTERM the
   runtime exits its resources; :class:`HTTPServer` then stops accepting, lets requests in
   flight finish (``graceful_s``), and closes.
@@ -31,11 +35,13 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from akgateway import metrics
+from akgateway.limits import Timeouts
 from akservice import StartupError
 
 if TYPE_CHECKING:
@@ -59,16 +65,30 @@ def tls_extension(ssl_object: ssl.SSLObject) -> dict[str, Any]:
     }
 
 
-def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
+def with_extension(app: ASGIApp, name: str, value: object) -> ASGIApp:
     async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
-        scope["extensions"] = {**(scope.get("extensions") or {}), "tls": tls}
+        scope["extensions"] = {**(scope.get("extensions") or {}), name: value}
         await app(scope, receive, send)
 
     return asgi
 
 
+def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
+    return with_extension(app, "tls", tls)
+
+
 class TLSH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, with the connection's TLS details in every request's scope."""
+    """uvicorn's h11 protocol, with the connection's TLS details in every request's scope,
+    and its clocks (:class:`akgateway.limits.Timeouts`): a request's headers must arrive
+    within ``headers`` of its first byte (or of the connection's start), its body within
+    ``body`` of its headers, and a kept-alive connection may sit idle for ``idle``."""
+
+    def __init__(self, *args: Any, timeouts: Timeouts, listener: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeouts = timeouts
+        self.listener = listener
+        self.timeout_keep_alive = timeouts.idle  # type: ignore[assignment]  # uvicorn: int
+        self._clock: tuple[str, asyncio.TimerHandle] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -76,18 +96,72 @@ class TLSH11Protocol(H11Protocol):
         if isinstance(ssl_object, ssl.SSLObject):
             app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
             self.app = cast("ASGI3Application", app)
+        self._start("headers", self.timeouts.headers)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop()
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        """Run the clock of the step the client is at: its headers, its body, or none (the
+        request is in, or the connection is a websocket's now)."""
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            self._stop()
+            return
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            self._start("headers", self.timeouts.headers)
+        elif state is h11.SEND_BODY:
+            self._start("body", self.timeouts.body)
+        else:
+            self._stop()
+
+    def _start(self, step: str, seconds: float) -> None:
+        if self._clock is not None and self._clock[0] == step:
+            return  # already running for this step
+        self._stop()
+        self._clock = (step, self.loop.call_later(seconds, self._expired, step))
+
+    def _stop(self) -> None:
+        if self._clock is not None:
+            self._clock[1].cancel()
+            self._clock = None
+
+    def _expired(self, step: str) -> None:
+        self._clock = None
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            return
+        metrics.CONNECTIONS_TIMED_OUT.labels(self.listener, step).inc()
+        self.transport.close()
+
+
+CONNECTION_CLOSED = "akgateway.connection_closed"
+
+
+def connection_closed(scope: Scope) -> asyncio.Event | None:
+    """Set once the websocket's connection is gone, whether or not the app was reading it
+    (a handler blocked on something else learns the tenant left)."""
+    found = (scope.get("extensions") or {}).get(CONNECTION_CLOSED)
+    return found if isinstance(found, asyncio.Event) else None
 
 
 class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's websocket protocol, with the connection's TLS details in the scope; an
-    upgrade refused with an HTTP answer is one log line (uvicorn's), not three."""
+    """uvicorn's websocket protocol, with the connection's TLS details in the scope, an
+    event set when the connection is lost (:func:`connection_closed`), and an upgrade
+    refused with an HTTP answer as one log line (uvicorn's), not three."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        self.closed = asyncio.Event()
+        app = cast("ASGIApp", self.config.loaded_app)
         ssl_object = transport.get_extra_info("ssl_object")
         if isinstance(ssl_object, ssl.SSLObject):
-            app = with_tls(cast("ASGIApp", self.config.loaded_app), tls_extension(ssl_object))
-            self.app = cast("ASGI3Application", app)
+            app = with_tls(app, tls_extension(ssl_object))
+        self.app = cast("ASGI3Application", with_extension(app, CONNECTION_CLOSED, self.closed))
 
     async def send(self, message: Any) -> None:
         await super().send(message)
@@ -95,8 +169,10 @@ class TLSWebSocketProtocol(WebSocketsSansIOProtocol):
             # a refusal is a finished answer; uvicorn would log an error that it is not
             self.handshake_complete = True
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+        super().connection_lost(exc)
 
-HANDSHAKE_TIMEOUT_S = 10
 
 # OpenSSL's verify results for a client certificate, in the words a tenant understands
 CLIENT_CERT_PROBLEMS = {
@@ -144,10 +220,14 @@ class TLSConnection(sslproto.SSLProtocol):
 
 
 def tls_protocol(
-    context: ssl.SSLContext, inner: Callable[[], asyncio.BaseProtocol], listener: str
+    context: ssl.SSLContext,
+    inner: Callable[[], asyncio.BaseProtocol],
+    listener: str,
+    handshake_timeout: float = Timeouts.handshake,
 ) -> Callable[[], asyncio.BaseProtocol]:
     """A protocol factory for ``loop.create_server`` (without its own ``ssl``): TLS with
-    ``context`` through :class:`TLSConnection`, then ``inner`` on the decrypted stream."""
+    ``context`` through :class:`TLSConnection`, then ``inner`` on the decrypted stream; a
+    handshake not done within ``handshake_timeout`` seconds is closed."""
 
     def made() -> asyncio.BaseProtocol:
         connection = TLSConnection(
@@ -156,7 +236,7 @@ def tls_protocol(
             context,
             None,  # type: ignore[arg-type]  # no waiter: nothing awaits the handshake
             server_side=True,
-            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
+            ssl_handshake_timeout=handshake_timeout,  # type: ignore[arg-type]  # a float works
         )
         connection.listener = listener
         return connection
@@ -164,11 +244,28 @@ def tls_protocol(
     return made
 
 
+def redacted(target: str) -> str:
+    """A request's path with its query's values left out (``/?token=***``): queries carry
+    the dashboard's token and shells' command lines, which stay out of logs."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    names = [part.partition("=")[0] for part in query.split("&") if part]
+    return path + "?" + "&".join(f"{name}=***" for name in names)
+
+
 def _plain(record: logging.LogRecord) -> bool:
     """Drop uvicorn's terminal-coloured copy of each message from structured logs, and the
-    websockets library's line about a refused upgrade (uvicorn's line names it already)."""
+    websockets library's line about a refused upgrade (uvicorn's line names it already), and
+    the values of the query in the access lines (HTTP and websocket) it writes."""
     record.__dict__.pop("color_message", None)
-    return record.msg != "connection rejected (%d %s)"
+    if record.msg == "connection rejected (%d %s)":
+        return False
+    if isinstance(record.args, tuple):
+        record.args = tuple(
+            redacted(a) if isinstance(a, str) and a.startswith("/") else a for a in record.args
+        )
+    return True
 
 
 for _name in ("uvicorn.error", "uvicorn.access"):
@@ -214,21 +311,25 @@ class HTTPServer:
         *,
         graceful_s: float,
         name: str = "tenant API",
+        timeouts: Timeouts | None = None,
     ) -> None:
+        timeouts = timeouts or Timeouts()
         self.host, self.port = sock.getsockname()[:2]
         self._sock = sock
         self.graceful_s = graceful_s
         self.name = name
         self.tls = context is not None
-        http: Any = TLSH11Protocol
-        if context is not None:  # uvicorn makes each connection's protocol with its config
 
-            def http(**kwargs: Any) -> asyncio.BaseProtocol:
-                return tls_protocol(context, lambda: TLSH11Protocol(**kwargs), name)()
+        def http(**kwargs: Any) -> asyncio.BaseProtocol:
+            """Each connection's protocol, made by uvicorn with its config."""
+            plain = TLSH11Protocol(timeouts=timeouts, listener=name, **kwargs)
+            if context is None:
+                return plain
+            return tls_protocol(context, lambda: plain, name, timeouts.handshake)()
 
         self.config = uvicorn.Config(
             app,
-            http=http,
+            http=http,  # type: ignore[arg-type]  # uvicorn calls it as it calls a class
             ws=TLSWebSocketProtocol,
             ws_ping_interval=10.0,  # Akash's: a ping every 10 s, a pong within 15 s
             ws_ping_timeout=15.0,

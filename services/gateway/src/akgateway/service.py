@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import ssl
 
@@ -27,6 +28,7 @@ from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import STATUS_SOURCES, renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.grpcfront import GRPCFront, PeerCertificates
+from akgateway.limits import TenantSlots, body_limit, route_limit
 from akgateway.rpc import RPCServer
 from akgateway.server import HTTPServer, bind
 from akgateway.settings import GatewaySettings
@@ -87,7 +89,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     rt.supervise(board.run(), "statuses")
     kube = None
     if settings.cluster_backend == "kube":
-        kube = LeaseCluster(api_client(settings.kubeconfig))
+        kube = await rt.resource(LeaseCluster(api_client(settings.kubeconfig)))
     gateway = Gateway(
         bus=rt.bus,
         board=board,
@@ -97,13 +99,21 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         accounts=AccountKeys(lcd, settings.gateway_cert_cache_ttl),
         version=version_of("akgateway"),
         kube=kube,
+        slots=TenantSlots(
+            settings.gateway_tenant_max_websockets, settings.gateway_tenant_max_shells
+        ),
     )
     server = await rt.resource(
         HTTPServer(
-            status_fast_path(create_app(gateway), board),
+            body_limit(
+                status_fast_path(create_app(gateway), board),
+                route_limit(settings.gateway_max_body, settings.gateway_max_request_body),
+                listener="tenant API",
+            ),
             context,
             sock,
             graceful_s=max(rt.config.bus.drain_timeout_s - 1.5, 0.5),
+            timeouts=settings.timeouts(),
         )
     )
     rt.readiness(lambda: [] if server.listening else ["the tenant API is not listening"])
@@ -144,17 +154,34 @@ async def start_dashboard(rt: Runtime[GatewaySettings], board: StatusBoard) -> N
     rt.supervise(feed.run_events(), "dashboard events")
     rt.supervise(feed.run_capacity(), "dashboard capacity")
     dashboard = await rt.resource(
-        HTTPServer(create_dashboard(feed, token), None, sock, graceful_s=0.5, name="dashboard")
+        HTTPServer(
+            body_limit(
+                create_dashboard(feed, token),
+                lambda _, __: settings.gateway_max_request_body,
+                listener="dashboard",
+            ),
+            None,
+            sock,
+            graceful_s=0.5,
+            name="dashboard",
+            timeouts=settings.timeouts(),
+        )
     )
     rt.supervise(dashboard.watch(), "dashboard")
     host, port = dashboard.host, dashboard.port
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 - only shown
-    if made:
+    if made:  # kept in a file only its owner reads, never in the log
+        path = settings.gateway_tls_dir / "dashboard.token"
+        path.unlink(missing_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(token + "\n")
         log.info(
-            "dashboard: http://%s:%s/?token=%s (AP_GATEWAY_DASHBOARD_TOKEN unset)",
+            "dashboard: http://%s:%s/?token=… with the token in %s "
+            "(made at start: AP_GATEWAY_DASHBOARD_TOKEN unset)",
             shown,
             port,
-            token,
+            path,
         )
     else:
         log.info("dashboard: http://%s:%s/", shown, port)

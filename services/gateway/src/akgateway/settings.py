@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from akgateway.limits import Timeouts
 from akservice import Duration
 from akservice.settings import listen_address
 
@@ -69,7 +70,42 @@ class GatewaySettings(BaseSettings):
         default=30.0, gt=0, description="a service status older than this is reported stale"
     )
     gateway_max_body: int = Field(
-        default=4 * MIB, ge=1024, description="largest request body accepted, bytes (413 above)"
+        default=4 * MIB,
+        ge=1024,
+        description="largest manifest (PUT /deployment/…/manifest, gRPC) accepted, bytes "
+        "(413 above)",
+    )
+    gateway_max_request_body: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="largest body of any other request, bytes (413 above, checked before "
+        "authentication)",
+    )
+    gateway_tls_handshake_timeout: Duration = Field(
+        default=10.0, gt=0, description="close a connection whose TLS handshake takes longer"
+    )
+    gateway_header_timeout: Duration = Field(
+        default=10.0,
+        gt=0,
+        description="close a connection whose request headers take longer (from its first "
+        "byte, or from the connection's start)",
+    )
+    gateway_body_timeout: Duration = Field(
+        default=30.0,
+        gt=0,
+        description="close a connection whose request body takes longer after its headers",
+    )
+    gateway_idle_timeout: Duration = Field(
+        default=30.0, gt=0, description="close a kept-alive connection idle for longer"
+    )
+    gateway_tenant_max_websockets: int = Field(
+        default=16,
+        ge=1,
+        description="websockets (logs, events, shells) one tenant may hold open at once "
+        "(429 above)",
+    )
+    gateway_tenant_max_shells: int = Field(
+        default=8, ge=1, description="shells one tenant may hold open at once (429 above)"
     )
 
     gateway_dashboard_listen: str = Field(
@@ -93,6 +129,14 @@ class GatewaySettings(BaseSettings):
         if value:
             listen_address(value)
         return value
+
+    def timeouts(self) -> Timeouts:
+        return Timeouts(
+            handshake=self.gateway_tls_handshake_timeout,
+            headers=self.gateway_header_timeout,
+            body=self.gateway_body_timeout,
+            idle=self.gateway_idle_timeout,
+        )
 
     def listen(self) -> tuple[str, int]:
         return listen_address(self.gateway_listen)

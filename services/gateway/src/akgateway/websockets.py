@@ -30,6 +30,7 @@ from akgateway.domain.params import lease_numbers
 from akgateway.errors import ApiError, NotFound, Unavailable
 from akgateway.leasepods import merged, running_pods
 from akgateway.routes import require_services
+from akgateway.server import connection_closed
 from aktypes.ids import LeaseID
 
 log = logging.getLogger("akgateway.websockets")
@@ -67,9 +68,34 @@ async def _opened(
 async def _serve(
     websocket: WebSocket,
     scope: Scope,
+    lease: LeaseID,
     work: Callable[[], Coroutine[Any, Any, int]],
     *,
     reads: bool = False,
+) -> None:
+    """Run ``work`` (it returns the close code) in one of the tenant's websocket slots, or
+    refuse the upgrade with 429 when the tenant holds them all."""
+    gateway: Gateway = websocket.app.state.gateway
+    try:
+        give_back = gateway.slots.take(lease.owner, scope)
+    except ApiError as exc:
+        metrics.WEBSOCKETS.labels(scope, str(exc.status)).inc()
+        await websocket.send_denial_response(
+            JSONResponse({"message": exc.message}, status_code=exc.status)
+        )
+        return
+    try:
+        await _run(websocket, scope, work, reads=reads)
+    finally:
+        give_back()
+
+
+async def _run(
+    websocket: WebSocket,
+    scope: Scope,
+    work: Callable[[], Coroutine[Any, Any, int]],
+    *,
+    reads: bool,
 ) -> None:
     """Run ``work`` (it returns the close code) until it ends or the tenant leaves; unless
     ``work`` reads the websocket itself (``reads``), a watcher notices the tenant leaving."""
@@ -77,8 +103,9 @@ async def _serve(
     code, reason = 1000, ""
 
     async def tenant_left() -> None:
-        if reads:
-            await asyncio.Event().wait()  # work reads, and sees the tenant leave
+        if reads:  # work reads, and sees the tenant leave, unless it waits on something else
+            await (connection_closed(websocket.scope) or asyncio.Event()).wait()
+            return
         with contextlib.suppress(WebSocketDisconnect):
             while True:
                 message = await websocket.receive()
@@ -136,7 +163,7 @@ async def logs(websocket: WebSocket) -> None:
             await kube.pods(lease)  # LeaseGone when the lease went with them
         return 1000
 
-    await _serve(websocket, "logs", work)
+    await _serve(websocket, "logs", lease, work)
 
 
 @router.websocket(f"{LEASE}/kubeevents")
@@ -159,7 +186,7 @@ async def kube_events(websocket: WebSocket) -> None:
                 await websocket.send_text(streams.event_frame(event))
         return 1000
 
-    await _serve(websocket, "events", work)
+    await _serve(websocket, "events", lease, work)
 
 
 @router.websocket(f"{LEASE}/shell")
@@ -195,14 +222,14 @@ async def shell(websocket: WebSocket) -> None:
             while True:
                 data = await websocket.receive_bytes()
                 if data[:1] == bytes([streams.STDIN]) and query.stdin:
-                    await asyncio.to_thread(session.write, 0, data[1:])
+                    await session.write(0, data[1:])
                 elif data[:1] == bytes([streams.RESIZE]) and query.tty:
                     with contextlib.suppress(ValueError):
                         size = streams.resize(data[1:]).encode()
-                        await asyncio.to_thread(session.write, 4, size)
+                        await session.write(4, size)
 
         async def forward_output() -> None:
-            async for channel, data in session.output:
+            async for channel, data in session.output():
                 code = streams.STDOUT if channel == 1 else streams.STDERR
                 await websocket.send_bytes(streams.frame(code, data))
 
@@ -214,15 +241,18 @@ async def shell(websocket: WebSocket) -> None:
             for task in (reader, writer):
                 task.cancel()
             await asyncio.gather(reader, writer, return_exceptions=True)
+            await session.close()
         if writer not in done:  # the tenant left: the command is stopped with its stream
             return 1000
         writer.result()
         exit_code = session.exit_code
         if exit_code is None:
-            await websocket.send_bytes(streams.frame(streams.FAILURE))
+            last = streams.frame(streams.FAILURE)
         else:
             message = "" if exit_code == 0 else str(session.status.get("message") or "")
-            await websocket.send_bytes(streams.result_frame(exit_code, message))
+            last = streams.result_frame(exit_code, message)
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the tenant left
+            await websocket.send_bytes(last)
         return 1000
 
-    await _serve(websocket, "shell", work, reads=True)
+    await _serve(websocket, "shell", lease, work, reads=True)

@@ -2,10 +2,14 @@
 namespaces, and nothing else (RBAC: ``pods``, ``pods/log``, ``events`` read, ``pods/exec``).
 
 Interactive streams do not belong on the bus, so this is the one place the gateway talks to
-Kubernetes. The official client is synchronous: each stream runs on a thread of its own and
-hands what it reads to the event loop through a bounded queue (:class:`Pump`), so a slow
-tenant slows the read from Kubernetes instead of filling the gateway's memory. Leaving the
-iteration (the tenant went away) stops the thread: its response or websocket is closed.
+Kubernetes. The official client is synchronous: each log or event stream runs on a thread
+of its own and hands what it reads to the event loop through a bounded queue (:class:`Pump`),
+so a slow tenant slows the read from Kubernetes instead of filling the gateway's memory.
+Leaving the iteration (the tenant went away) stops the thread: its response is closed.
+Short queries run on the adapter's own small thread pool, not the process's default one.
+Exec is asynchronous (aiohttp's websocket client, Kubernetes' ``v4.channel.k8s.io``), so
+a shell's input never waits for a thread: one tenant pushing input into many shells slows
+only those shells, not another tenant's streams.
 
 Requests go by path through the client's ``ApiClient`` (its kubeconfig, TLS and token) and
 answers are read as JSON: the generated ``CoreV1Api`` and its models would cost the process
@@ -20,16 +24,17 @@ import contextlib
 import json
 import logging
 import os
+import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import aiohttp
 import kubernetes
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
-from kubernetes.stream.ws_client import websocket_call
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
@@ -133,14 +138,38 @@ class Pod:
     ready: bool
 
 
+EXEC_PROTOCOL = "v4.channel.k8s.io"
+
+
 @dataclass
 class ExecSession:
     """A command running in a container: what it writes, and how to write to it."""
 
-    output: AsyncIterator[tuple[int, bytes]]  # (1 stdout | 2 stderr, data)
-    write: Callable[[int, bytes], None]  # (channel, data): 0 stdin, 4 resize JSON
-    close_stdin: Callable[[], None]
+    socket: aiohttp.ClientWebSocketResponse
     status: dict[str, Any] = field(default_factory=dict)  # channel 3, once it ended
+
+    async def output(self) -> AsyncIterator[tuple[int, bytes]]:
+        """(1 stdout | 2 stderr, data) until the command ends; its status is kept."""
+        async for message in self.socket:
+            if message.type != aiohttp.WSMsgType.BINARY or not message.data:
+                continue
+            channel, data = message.data[0], message.data[1:]
+            if channel in (1, 2) and data:
+                yield channel, data
+            elif channel == 3:
+                with contextlib.suppress(ValueError):
+                    self.status = json.loads(data)
+
+    async def write(self, channel: int, data: bytes) -> None:
+        """``data`` to ``channel``: 0 stdin, 4 the terminal's size (JSON)."""
+        await self.socket.send_bytes(bytes([channel]) + data)
+
+    async def close(self) -> None:
+        """End the command's stream: a close frame if it goes out soon, else the connection
+        cut (its input may be stalled behind a command that reads none)."""
+        with contextlib.suppress(TimeoutError, aiohttp.ClientError, OSError):
+            async with asyncio.timeout(2.0):
+                await self.socket.close()
 
     @property
     def exit_code(self) -> int | None:
@@ -179,18 +208,34 @@ def api_client(path: Path | None) -> ApiClient:
 class LeaseCluster:
     """Pods, logs, events and exec of lease namespaces."""
 
-    def __init__(self, client: ApiClient, *, queue_size: int = 256) -> None:
+    def __init__(self, client: ApiClient, *, queue_size: int = 256, workers: int = 8) -> None:
         self.client: Any = client  # the official client is untyped: Any at the edge
         self.queue_size = queue_size
+        self.queries = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="kube")
+        self._http: aiohttp.ClientSession | None = None
 
-    def close(self) -> None:
+    async def __aenter__(self) -> LeaseCluster:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._http is not None:
+            await self._http.close()
+        self.queries.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 
     async def _call(self, fn: Callable[[], T]) -> T:
         try:
-            return await asyncio.to_thread(fn)
+            return await asyncio.get_running_loop().run_in_executor(self.queries, fn)
         except (ApiException, HTTPError, OSError) as exc:
             raise _translated(exc) from None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=client_ssl(self.client.configuration)),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+        return self._http
 
     def _request(self, path: str, query: Sequence[tuple[str, Any]]) -> tuple[str, dict[str, str]]:
         """The URL and headers (with the credentials) of a GET of ``path``."""
@@ -328,40 +373,32 @@ class LeaseCluster:
         url, headers = self._request(
             f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec", query
         )
-        response = await self._call(
-            lambda: websocket_call(  # type: ignore[no-untyped-call]
-                self.client.configuration,
-                "GET",
+        try:
+            socket = await self._session().ws_connect(
                 url,
                 headers=headers,
-                binary=True,
-                _preload_content=False,
+                protocols=(EXEC_PROTOCOL,),
+                autoping=True,
+                max_msg_size=4 * 1024 * 1024,
             )
-        )
-        pump: Pump[tuple[int, bytes]] = Pump(self.queue_size)
-        pump.on_stop.append(response.close)
-        pump.on_stop.append(response.sock.shutdown)  # the client leaves its socket open
-        session = ExecSession(
-            output=pump.items(),
-            write=response.write_channel,
-            close_stdin=lambda: response.close_channel(0),
-        )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise KubeError(f"Kubernetes answered {exc.status}: {exc.message}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise KubeError(f"Kubernetes unreachable: {exc}") from None
+        return ExecSession(socket)
 
-        def read(pump: Pump[tuple[int, bytes]]) -> None:
-            while not pump.stopped.is_set():
-                open_ = response.is_open()
-                if open_:
-                    response.update(timeout=0.5)
-                for channel in (1, 2):
-                    data = response.read_channel(channel)
-                    if data and not pump.put((channel, data)):
-                        return
-                if not open_:
-                    break
-            raw = response.read_channel(3)
-            if raw:
-                with contextlib.suppress(ValueError):
-                    session.status = json.loads(raw)
 
-        pump.run(read, f"exec {pod.name}")
-        return session
+def client_ssl(configuration: Any) -> ssl.SSLContext | bool:
+    """TLS for the API server as the client's configuration has it (its CA, client
+    certificate, verification); False for plain HTTP."""
+    if not str(configuration.host).startswith("https"):
+        return False
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif configuration.assert_hostname is False:
+        context.check_hostname = False
+    return context

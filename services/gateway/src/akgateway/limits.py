@@ -1,0 +1,157 @@
+"""What one client may hold of the gateway: bytes of a request body, time on a connection,
+websockets and shells at once.
+
+- :func:`body_limit` refuses a body over its route's limit with 413 before the app sees it
+  (from ``Content-Length``, before authentication) and stops reading a chunked body as soon
+  as it passes the limit; the answer closes the connection, so nothing more is read (as does
+  any answer given before the body was read, such as a 401).
+- :class:`Timeouts` are the connection's clocks (:mod:`akgateway.server` runs them): the TLS
+  handshake, a request's headers, its body, and a kept-alive connection's idle time. A
+  connection that goes quiet or stalls is closed.
+- :class:`TenantSlots` counts each tenant's open websockets and shells; one over the limit is
+  refused before the upgrade with 429.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from starlette.exceptions import HTTPException
+
+from akgateway import metrics
+from akgateway.errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MANIFEST_ROUTE = re.compile(r"/deployment/[^/]+/manifest")
+
+
+class TooManyRequests(ApiError):
+    status = 429
+
+
+class BodyTooLarge(HTTPException):
+    """A body found over its limit while it is read (an HTTPException: FastAPI lets those
+    through its body parsing); the answer closes the connection."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, too_large(limit), headers={"connection": "close"})
+
+
+def too_large(limit: int) -> str:
+    return f"the request body is over the limit of {limit} bytes"
+
+
+CLOSE = (b"connection", b"close")
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = ('{"message":"' + message + '"}').encode()  # message: plain ASCII, no quotes
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        CLOSE,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def route_limit(manifest: int, other: int) -> Callable[[str, str], int]:
+    """The gateway's limits: ``manifest`` bytes for ``PUT /deployment/…/manifest``,
+    ``other`` for every other request."""
+
+    def limit(method: str, path: str) -> int:
+        return manifest if method == "PUT" and MANIFEST_ROUTE.fullmatch(path) else other
+
+    return limit
+
+
+def body_limit(app: ASGIApp, limit_of: Callable[[str, str], int], *, listener: str) -> ASGIApp:
+    """``app`` behind a body limit (``limit_of(method, path)``, bytes)."""
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        limit = limit_of(scope["method"], scope["path"])
+        declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            metrics.BODY_REFUSED.labels(listener).inc()
+            await _refuse(send, 413, too_large(limit))
+            return
+        received = 0
+        unread = declared not in (None, b"0") or any(
+            k == b"transfer-encoding" for k, _ in scope["headers"]
+        )
+
+        async def limited() -> Message:
+            nonlocal received, unread
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    metrics.BODY_REFUSED.labels(listener).inc()
+                    raise BodyTooLarge(limit)
+                unread = unread and message.get("more_body", False)
+            return message
+
+        async def answer(message: Message) -> None:
+            if message["type"] == "http.response.start" and unread:  # close, not read it
+                message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+            await send(message)
+
+        await app(scope, limited, answer)
+
+    return asgi
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds a connection may take for each step before it is closed."""
+
+    handshake: float = 10.0  # the TLS handshake
+    headers: float = 10.0  # a request's headers, from its first byte (or the connection's start)
+    body: float = 30.0  # a request's body, from the end of its headers
+    idle: float = 30.0  # between requests on a kept-alive connection
+
+
+class TenantSlots:
+    """Each tenant's open websockets (``websockets`` at most) and shells among them
+    (``shells`` at most)."""
+
+    def __init__(self, websockets: int, shells: int) -> None:
+        self.limits = {"any": websockets, "shell": shells}
+        self.held: Counter[tuple[str, str]] = Counter()
+
+    def take(self, tenant: str, stream: str) -> Callable[[], None]:
+        """One slot for ``tenant``'s ``stream``; the function that gives it back.
+        TooManyRequests when the tenant holds its limit already."""
+        kinds = ["any", "shell"] if stream == "shell" else ["any"]
+        for kind in kinds:
+            if self.held[tenant, kind] >= self.limits[kind]:
+                metrics.TENANT_LIMITED.labels(stream).inc()
+                what = "shells" if kind == "shell" else "websockets"
+                raise TooManyRequests(
+                    f"you have {self.limits[kind]} {what} open, the most this provider allows "
+                    "at once: close one first"
+                )
+        for kind in kinds:
+            self.held[tenant, kind] += 1
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            if given_back:
+                return
+            given_back = True
+            for kind in kinds:
+                self.held[tenant, kind] -= 1
+                if not self.held[tenant, kind]:
+                    del self.held[tenant, kind]
+
+        return give_back

@@ -1,0 +1,43 @@
+"""The pure parts of the gateway's limits: which body limit a route has, the tenants'
+websocket slots, and the access lines' redaction (the processes' behaviour is tested in
+``tests/test_gateway_tenant.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from akgateway.limits import TenantSlots, TooManyRequests, route_limit
+from akgateway.server import redacted
+
+
+def test_the_manifest_route_has_its_own_limit() -> None:
+    limit = route_limit(4096, 1024)
+    assert limit("PUT", "/deployment/42/manifest") == 4096
+    assert limit("POST", "/deployment/42/manifest") == 1024
+    assert limit("PUT", "/deployment/42/manifest/x") == 1024
+    assert limit("POST", "/hostname/migrate") == 1024
+
+
+def test_slots_count_per_tenant_and_come_back() -> None:
+    slots = TenantSlots(websockets=3, shells=2)
+    held = [slots.take("a", "shell"), slots.take("a", "shell")]
+    with pytest.raises(TooManyRequests, match="2 shells"):
+        slots.take("a", "shell")
+    held.append(slots.take("a", "logs"))
+    with pytest.raises(TooManyRequests, match="3 websockets"):
+        slots.take("a", "events")
+    give_back = slots.take("b", "shell")  # another tenant has slots of its own
+    for release in held:
+        release()
+        release()  # twice changes nothing
+    give_back()
+    assert not slots.held
+    slots.take("a", "shell")
+
+
+def test_access_lines_keep_the_query_names_only() -> None:
+    assert redacted("/?token=secret") == "/?token=***"
+    assert redacted("/lease/1/1/1/shell?cmd0=cat&cmd1=%2Fetc&tty=0") == (
+        "/lease/1/1/1/shell?cmd0=***&cmd1=***&tty=***"
+    )
+    assert redacted("/status") == "/status"
