@@ -3,8 +3,10 @@ websockets and shells at once.
 
 - :func:`body_limit` refuses a body over its route's limit with 413 before the app sees it
   (from ``Content-Length``, before authentication) and stops reading a chunked body as soon
-  as it passes the limit; the answer closes the connection, so nothing more is read (as does
-  any answer given before the body was read, such as a 401).
+  as it passes the limit; the answer closes the connection, so nothing more is read. A body
+  at most 1 MiB over its limit, and a body within its limit that the answer came before (a
+  401, say), is read and dropped first (for at most 2 s), so that a client that sends its
+  whole body before reading gets the answer rather than a reset connection.
 - :class:`Timeouts` are the connection's clocks (:mod:`akgateway.server` runs them): the TLS
   handshake, a request's headers, its body, and a kept-alive connection's idle time. A
   connection that goes quiet or stalls is closed.
@@ -14,6 +16,7 @@ websockets and shells at once.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -61,6 +64,30 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+LINGER_BYTES = 1024 * 1024  # read and dropped for a client whose body is just over the limit
+LINGER_S = 2.0  # the most time spent reading a body only to drop it
+
+
+async def _discard(receive: Receive, most: int) -> bool:
+    """Read what is left of the request's body, at most ``most`` bytes within ``LINGER_S``,
+    dropping it (uvicorn holds 64 KiB of it at most): whether it ended in time. A client
+    that sends its whole body before it reads can then read the answer, where a connection
+    closed on unread bytes would be reset under it."""
+    dropped = 0
+    try:
+        async with asyncio.timeout(LINGER_S):
+            while dropped <= most:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return False
+                dropped += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return dropped <= most
+    except TimeoutError:
+        return False
+    return False
+
+
 def route_limit(manifest: int, other: int) -> Callable[[str, str], int]:
     """The gateway's limits: ``manifest`` bytes for ``PUT /deployment/…/manifest``,
     ``other`` for every other request."""
@@ -82,6 +109,8 @@ def body_limit(app: ASGIApp, limit_of: Callable[[str, str], int], *, listener: s
         declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             metrics.BODY_REFUSED.labels(listener).inc()
+            if declared.isdigit() and int(declared) <= limit + LINGER_BYTES:
+                await _discard(receive, LINGER_BYTES + limit)  # a client just over the limit
             await _refuse(send, 413, too_large(limit))
             return
         received = 0
@@ -101,8 +130,15 @@ def body_limit(app: ASGIApp, limit_of: Callable[[str, str], int], *, listener: s
             return message
 
         async def answer(message: Message) -> None:
-            if message["type"] == "http.response.start" and unread:  # close, not read it
-                message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+            nonlocal unread
+            if message["type"] == "http.response.start" and unread:
+                # answered before the body was read (a 401, say): the rest of a body within
+                # the limit is read and dropped, so that the client, still sending, reads
+                # the answer; past the limit or its time, the connection is closed instead
+                if await _discard(receive, limit - received):
+                    unread = False
+                else:
+                    message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
             await send(message)
 
         await app(scope, limited, answer)
