@@ -139,7 +139,9 @@ def create_dashboard(feed: DashboardFeed, token: str) -> FastAPI:
             return JSONResponse({"message": "the dashboard needs its token"}, status_code=401)
         return HTMLResponse(
             "<!doctype html><title>Dashboard</title><p>Open the dashboard with its token: "
-            "<code>/?token=…</code> (the gateway logs the address when it starts).</p>",
+            "<code>/?token=…</code>, the token being <code>AP_GATEWAY_DASHBOARD_TOKEN</code> "
+            "or the one the gateway wrote to <code>dashboard.token</code> in its TLS folder "
+            "(its log names the file).</p>",
             status_code=401,
         )
 

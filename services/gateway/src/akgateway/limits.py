@@ -4,9 +4,10 @@ websockets and shells at once.
 - :func:`body_limit` refuses a body over its route's limit with 413 before the app sees it
   (from ``Content-Length``, before authentication) and stops reading a chunked body as soon
   as it passes the limit; the answer closes the connection, so nothing more is read. A body
-  at most 1 MiB over its limit, and a body within its limit that the answer came before (a
-  401, say), is read and dropped first (for at most 2 s), so that a client that sends its
-  whole body before reading gets the answer rather than a reset connection.
+  at most 1 MiB over its limit (unless the client waits for ``100 Continue``), and a body
+  within its limit that the answer came before (a 401, say), is read and dropped first (for
+  at most 2 s), so that a client that sends its whole body before reading gets the answer
+  rather than a reset connection.
 - :class:`Timeouts` are the connection's clocks (:mod:`akgateway.server` runs them): the TLS
   handshake, a request's headers, its body, and a kept-alive connection's idle time. A
   connection that goes quiet or stalls is closed.
@@ -109,7 +110,8 @@ def body_limit(app: ASGIApp, limit_of: Callable[[str, str], int], *, listener: s
         declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             metrics.BODY_REFUSED.labels(listener).inc()
-            if declared.isdigit() and int(declared) <= limit + LINGER_BYTES:
+            waits = (b"expect", b"100-continue") in scope["headers"]  # sends nothing yet
+            if not waits and declared.isdigit() and int(declared) <= limit + LINGER_BYTES:
                 await _discard(receive, LINGER_BYTES + limit)  # a client just over the limit
             await _refuse(send, 413, too_large(limit))
             return
