@@ -828,6 +828,19 @@ async def test_one_tenants_shells_neither_slow_another_nor_pass_its_limits(
                 pusher.cancel()
             await asyncio.gather(*pushers, return_exceptions=True)
 
+    # the tenant's slots come back once its websockets are gone: a shell runs again
+    async def shell_again() -> bool:
+        url = wss(suite, lease, "shell?service=web&podIndex=0&tty=0&stdin=0&cmd0=true")
+        try:
+            async with websocket(tenant, url, certificate=certificate) as socket:
+                got, code = await frames(socket, lambda _: False, 10)  # until it closes
+        except Refused as refused:
+            assert refused.status == 429  # noqa: PT017 - not yet given back
+            return False
+        return code == 1000 and bool(got)  # the command's result, then the close
+
+    await eventually(shell_again, what="a new shell after the others closed", timeout_s=15)
+
     # neither command lines nor query values are in the gateway's log
     log = suite.gateway.log()
     assert "cmd0=sleep" not in log and "cmd0=***" in log

@@ -103,6 +103,9 @@ class Pump(Generic[T]):
         threading.Thread(target=target, name=name, daemon=True).start()
 
     def stop(self) -> None:
+        """Called on the loop: the reader left. The thread's reads are interrupted by
+        shutting their sockets down (``on_stop``), which never waits — closing a response
+        would wait for the lock the thread's blocked read holds, and with it the loop."""
         self.stopped.set()
         for close in self.on_stop:
             with contextlib.suppress(Exception):
@@ -308,7 +311,7 @@ class LeaseCluster:
 
         def read(pump: Pump[bytes]) -> None:
             response = self._open(f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/log", query)
-            pump.on_stop.append(response.close)
+            pump.on_stop.append(response.shutdown)
             try:
                 for chunk in response.stream(16 * 1024):
                     if not pump.put(chunk):
@@ -316,6 +319,8 @@ class LeaseCluster:
             except (HTTPError, OSError):
                 if not pump.stopped.is_set():
                     raise
+            finally:
+                response.close()
 
         pump.run(read, f"logs {pod.name}")
         pending = b""
@@ -342,7 +347,7 @@ class LeaseCluster:
             while follow and not pump.stopped.is_set():  # the server ends a watch now and then
                 query = [("watch", True), ("resourceVersion", version), ("timeoutSeconds", 60)]
                 response = self._open(path, query, timeout=(5, 65))
-                pump.on_stop.append(response.close)
+                pump.on_stop.append(response.shutdown)
                 try:
                     for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                         change = json.loads(line)
@@ -356,7 +361,7 @@ class LeaseCluster:
                     if not pump.stopped.is_set():
                         raise
                 finally:
-                    response.release_conn()
+                    response.close()
 
         pump.run(read, f"events {namespace}")
         async for event in pump.items():
