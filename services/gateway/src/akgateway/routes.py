@@ -206,8 +206,8 @@ async def lease_report(gateway: Gateway, lease_id: LeaseID, service: str = "") -
     return reply
 
 
-async def lease_services(gateway: Gateway, lease_id: LeaseID) -> list[str]:
-    """The services of a lease's manifest group, as the cluster service has it."""
+async def manifest_group(gateway: Gateway, lease_id: LeaseID) -> LeaseManifestReport:
+    """The lease's manifest group, as the cluster service has it."""
     reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
@@ -218,6 +218,12 @@ async def lease_services(gateway: Gateway, lease_id: LeaseID) -> list[str]:
     )
     if isinstance(reply, LeaseQueryFailed):
         raise query_error(reply)
+    return reply
+
+
+async def lease_services(gateway: Gateway, lease_id: LeaseID) -> list[str]:
+    """The services of a lease's manifest group, as the cluster service has it."""
+    reply = await manifest_group(gateway, lease_id)
     return [s.name for s in reply.group.services or ()]
 
 
@@ -295,16 +301,7 @@ async def lease_manifest(
     *, dseq: Dseq, gseq: Gseq, oseq: Oseq, tenant: GetManifest, gateway: Ctx
 ) -> JSONResponse:
     lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
-    reply = await ask(
-        gateway,
-        CLUSTER_COMMANDS,
-        GetLeaseManifest(lease_id=lease_id),
-        (LeaseManifestReport, LeaseQueryFailed),
-        timeout=gateway.settings.gateway_request_timeout,
-        who="cluster service",
-    )
-    if isinstance(reply, LeaseQueryFailed):
-        raise query_error(reply)
+    reply = await manifest_group(gateway, lease_id)
     services = [s.name for s in reply.group.services or ()]
     await require_services(gateway, tenant, "get-manifest", lease_id, services)
     return JSONResponse(reply.group.go_dict())
