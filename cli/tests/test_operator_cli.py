@@ -330,7 +330,11 @@ def test_events_follow_prints_new_events_until_ctrl_c(redis_url: str) -> None:
     command = [sys.executable, "-m", "akcli", "events", "--follow", "--redis-url", redis_url]
     lines: queue.Queue[str] = queue.Queue()
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,  # noqa: PLW1509 - a signal disposition, before exec
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         reader = threading.Thread(target=pump, args=(process.stdout, lines))
@@ -347,6 +351,14 @@ def test_events_follow_prints_new_events_until_ctrl_c(redis_url: str) -> None:
     assert stopped, f"Ctrl-C did not stop --follow within 30 s: {stderr}"
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr and "Aborted" not in stderr
+
+
+def interruptible() -> None:
+    """Ctrl-C as at a terminal. A test run may itself ignore SIGINT (a run started in the
+    background of a non-interactive shell did, from its first test on); every process it
+    starts inherits that, and a Python program that starts with SIGINT ignored keeps it
+    ignored (as under nohup): the command would follow forever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(process: subprocess.Popen[str]) -> bool:
