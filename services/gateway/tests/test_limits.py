@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from akgateway.limits import TenantSlots, TooManyRequests, route_limit
+from akgateway.limits import InputRate, TenantSlots, TooManyRequests, route_limit
 from akgateway.server import redacted
 
 
@@ -33,6 +33,17 @@ def test_slots_count_per_tenant_and_come_back() -> None:
     give_back()
     assert not slots.held
     slots.take("a", "shell")
+
+
+def test_shell_input_is_paced_per_tenant_after_a_second_of_burst() -> None:
+    paced = InputRate(64 * 1024)
+    assert [paced.charge("a", 16 * 1024, 0.0) for _ in range(4)] == [0, 0, 0, 0]  # the burst
+    assert paced.charge("a", 32 * 1024, 0.0) == pytest.approx(0.5)  # half a second ahead
+    assert paced.charge("b", 64 * 1024, 0.0) == 0  # another tenant has a rate of its own
+    assert paced.charge("a", 1, 2.0) == 0  # paid up by then
+    many = [paced.charge("a", 1, 3.0) for _ in range(128)]  # tiny frames count as 1 KiB each
+    assert many[63] == 0 and many[-1] == pytest.approx(1.0)
+    assert InputRate(0).charge("a", 1 << 30, 0.0) == 0  # no pacing
 
 
 def test_access_lines_keep_the_query_names_only() -> None:

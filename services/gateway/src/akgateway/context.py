@@ -10,7 +10,7 @@ from fastapi import Request
 from akbus import Bus
 from akgateway.adapters.chain import AccountKeys, CertificateLookup
 from akgateway.adapters.kube import LeaseCluster
-from akgateway.limits import TenantSlots
+from akgateway.limits import InputRate, TenantSlots
 from akgateway.settings import GatewaySettings
 from akgateway.statusboard import StatusBoard
 
@@ -26,6 +26,7 @@ class Gateway:
     board: StatusBoard  # every service's latest status
     kube: LeaseCluster | None = None  # logs, events, shell (None: no cluster access)
     slots: TenantSlots = field(default_factory=lambda: TenantSlots(16, 8))  # websockets held
+    input_rate: InputRate = field(default_factory=lambda: InputRate(1024 * 1024))  # shell input
 
 
 def gateway_of(request: Request) -> Gateway:

@@ -13,6 +13,9 @@ websockets and shells at once.
   connection that goes quiet or stalls is closed.
 - :class:`TenantSlots` counts each tenant's open websockets and shells; one over the limit is
   refused before the upgrade with 429.
+- :class:`InputRate` paces each tenant's shell input over all its shells: a tenant that sends
+  faster waits, its frames held back in its own connection, so one tenant's input cannot take
+  the gateway's or the cluster's time from the others.
 """
 
 from __future__ import annotations
@@ -193,3 +196,31 @@ class TenantSlots:
                     del self.held[tenant, kind]
 
         return give_back
+
+
+class InputRate:
+    """Each tenant's shell input: at most ``rate`` bytes per second over all its shells, after
+    a burst of one second's worth; a frame counts as at least ``FRAME`` bytes (a frame costs
+    the same work however small). ``rate`` 0: no pacing."""
+
+    FRAME = 1024
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self.ready_at: dict[str, float] = {}  # when each tenant's input is paid for
+
+    async def spend(self, tenant: str, size: int) -> None:
+        """Account ``size`` bytes of ``tenant``'s input; wait while it is ahead of its rate."""
+        wait = self.charge(tenant, size, asyncio.get_running_loop().time())
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def charge(self, tenant: str, size: int, now: float) -> float:
+        """Account ``size`` bytes of ``tenant``'s input at ``now``: the seconds to wait."""
+        if self.rate <= 0:
+            return 0.0
+        if len(self.ready_at) > 4096:  # tenants that are paid up hold no entry
+            self.ready_at = {t: at for t, at in self.ready_at.items() if at > now}
+        ready = max(now, self.ready_at.get(tenant, now)) + max(size, self.FRAME) / self.rate
+        self.ready_at[tenant] = ready
+        return max(0.0, ready - now - 1.0)  # past the burst: until this frame is within it

@@ -28,7 +28,7 @@ from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import STATUS_SOURCES, renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.grpcfront import GRPCFront, PeerCertificates
-from akgateway.limits import TenantSlots, body_limit, route_limit
+from akgateway.limits import InputRate, TenantSlots, body_limit, route_limit
 from akgateway.rpc import RPCServer
 from akgateway.server import HTTPServer, bind
 from akgateway.settings import GatewaySettings
@@ -102,6 +102,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         slots=TenantSlots(
             settings.gateway_tenant_max_websockets, settings.gateway_tenant_max_shells
         ),
+        input_rate=InputRate(settings.gateway_tenant_shell_input_rate),
     )
     server = await rt.resource(
         HTTPServer(

@@ -107,6 +107,13 @@ class GatewaySettings(BaseSettings):
     gateway_tenant_max_shells: int = Field(
         default=8, ge=1, description="shells one tenant may hold open at once (429 above)"
     )
+    gateway_tenant_shell_input_rate: int = Field(
+        default=1024 * 1024,
+        ge=0,
+        description="bytes per second of input one tenant may send over all its shells, after "
+        "a one-second burst (a frame counts as at least 1 KiB); faster input waits in the "
+        "tenant's own connection (0: no pacing)",
+    )
 
     gateway_dashboard_listen: str = Field(
         default="127.0.0.1:8446",

@@ -219,8 +219,10 @@ async def shell(websocket: WebSocket) -> None:
             return 1000
 
         async def forward_input() -> None:
+            paced = websocket.app.state.gateway.input_rate
             while True:
                 data = await websocket.receive_bytes()
+                await paced.spend(lease.owner, len(data))
                 if data[:1] == bytes([streams.STDIN]) and query.stdin:
                     await session.write(0, data[1:])
                 elif data[:1] == bytes([streams.RESIZE]) and query.tty:
