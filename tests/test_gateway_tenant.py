@@ -385,6 +385,7 @@ async def test_events_arrive_for_a_rollout(
     assert any(f["object"]["kind"] == "Deployment" for f in later[seen:])
 
 
+@pytest.mark.usefixtures("exec_sandbox")
 async def test_a_shell_runs_commands_with_their_exit_code_and_stdin(
     suite: Provider, chain: DevnetClients, web_lease: tuple[LeaseID, ClientCertificate]
 ) -> None:
@@ -424,6 +425,7 @@ async def test_a_shell_runs_commands_with_their_exit_code_and_stdin(
     assert refused.value.status == 400
 
 
+@pytest.mark.usefixtures("exec_sandbox")
 async def test_a_shell_reaches_nothing_of_the_providers(
     suite: Provider, chain: DevnetClients, web_lease: tuple[LeaseID, ClientCertificate]
 ) -> None:
@@ -770,6 +772,7 @@ async def test_idle_and_stalled_connections_are_closed(suite: Provider) -> None:
         )
 
 
+@pytest.mark.usefixtures("exec_sandbox")
 async def test_one_tenants_shells_neither_slow_another_nor_pass_its_limits(
     suite: Provider, chain: DevnetClients, web_lease: tuple[LeaseID, ClientCertificate]
 ) -> None:

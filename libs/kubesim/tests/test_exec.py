@@ -54,7 +54,7 @@ def pod(core: client.CoreV1Api, ns: str) -> str:
 
 
 @pytest.fixture
-def run(core: client.CoreV1Api, ns: str) -> Iterator[Callable[..., WSClient]]:
+def run(core: client.CoreV1Api, ns: str, exec_sandbox: None) -> Iterator[Callable[..., WSClient]]:
     """`run(command, stdin=..., tty=..., name=...)`: a started exec, closed after the test."""
     opened: list[WSClient] = []
 
@@ -250,6 +250,7 @@ def test_stopping_the_server_ends_the_commands(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+@pytest.mark.usefixtures("exec_sandbox")
 def test_kubectl_exec(pod: str, ns: str, kubesim_kubeconfig: Path) -> None:
     def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
