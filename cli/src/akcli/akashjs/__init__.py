@@ -11,6 +11,7 @@ when it fails.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -69,19 +70,22 @@ def install() -> AkashJS:
     cache = Path(os.environ.get("AKASHJS_CACHE") or Path.cwd() / ".cache" / "akashjs")
     prefix = cache / hashlib.sha256(lock).hexdigest()[:16]
     marker = prefix / "node_modules" / ".installed"
-    if not marker.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy2(HERE / name, prefix / name)
-        done = subprocess.run(  # noqa: S603 - our own argument list
-            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-            cwd=prefix,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm ci of the Akash client packages failed:\n{done.stderr[-4000:]}")
-        marker.write_text("ok\n")
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock_file:  # parallel test workers install once
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        if not marker.exists():
+            prefix.mkdir(parents=True, exist_ok=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy2(HERE / name, prefix / name)
+            done = subprocess.run(  # noqa: S603 - our own argument list
+                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+                cwd=prefix,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            if done.returncode != 0:
+                pytest.fail(f"npm ci of the Akash client packages failed:\n{done.stderr[-4000:]}")
+            marker.write_text("ok\n")
     return AkashJS(prefix, node)
