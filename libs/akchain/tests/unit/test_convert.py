@@ -12,7 +12,7 @@ from aktypes.errors import SDLError
 from aktypes.groupspec import GroupSpec
 from aktypes.sdl import parse_sdl
 
-CORPUS = Path(__file__).parents[2] / "aktypes" / "tests" / "data" / "awesome-akash"
+CORPUS = Path(__file__).parents[3] / "aktypes" / "tests" / "data" / "awesome-akash"
 
 
 def corpus_groups() -> list[GroupSpec]:

@@ -33,7 +33,7 @@ from aktypes.sdl import parse_sdl
 from aktypes.testing import address
 
 OWNER, OTHER = address(1), address(2)
-CORPUS = Path(__file__).parents[3] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
+CORPUS = Path(__file__).parents[4] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 
 
 def test_the_server_certificate_is_one_the_chain_accepts() -> None:

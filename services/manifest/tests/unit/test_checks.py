@@ -36,7 +36,7 @@ from aktypes.testing import address
 
 OWNER, PROVIDER = address(3), address(1)
 DEPLOYMENT = DeploymentID(owner=OWNER, dseq=42)
-CORPUS = Path(__file__).parents[3] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
+CORPUS = Path(__file__).parents[4] / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 
 
 def lease(gseq: int = 1) -> LeaseID:

@@ -19,7 +19,7 @@ from aktypes.groupspec import GroupSpec, ResourceUnit
 from aktypes.resources import CPU, GPU, Memory, Resources, Storage, rv
 from aktypes.sdl import parse_sdl
 
-CORPUS = Path(__file__).parents[3] / "libs/aktypes/tests/data/awesome-akash"
+CORPUS = Path(__file__).parents[4] / "libs/aktypes/tests/data/awesome-akash"
 OWNER = "akash1tenant"
 AUDITOR_A = "akash1auditora"
 AUDITOR_B = "akash1auditorb"

@@ -32,7 +32,7 @@ from aktypes.groupspec import GroupSpec
 from aktypes.manifest import Manifest
 from aktypes.sdl import SDL, parse_sdl
 
-FIXTURES = Path(__file__).parent / "data" / "chain-sdk"
+FIXTURES = Path(__file__).parents[1] / "data" / "chain-sdk"
 INPUT = FIXTURES / "input"
 OUTPUT = FIXTURES / "output-fixtures"
 VERSIONS = ("v2.0", "v2.1")
