@@ -219,7 +219,7 @@ def sleeping(seconds: str) -> list[int]:
 def test_a_client_going_away_kills_the_command(run: Callable[..., WSClient], pod: str) -> None:
     ws = run(["sh", "-c", "echo started; exec sleep 60.25"])
     wait_until(lambda: ws.read_stdout(timeout=1), lambda out: "started" in out)
-    assert len(sleeping("60.25")) == 1
+    wait_until(lambda: sleeping("60.25"), lambda pids: len(pids) == 1)  # sh execs it next
     ws.close()
     wait_until(lambda: sleeping("60.25"), lambda pids: not pids)
 
@@ -338,7 +338,7 @@ def test_the_command_has_no_network(run: Callable[..., WSClient], pod: str, tmp_
 def test_the_command_runs_as_a_user_of_the_pods_own(run: Callable[..., WSClient], pod: str) -> None:
     ws = run(["sh", "-c", "echo started; exec sleep 60.5"])
     wait_until(lambda: ws.read_stdout(timeout=1), lambda out: "started" in out)
-    (pid,) = sleeping("60.5")
+    (pid,) = wait_until(lambda: sleeping("60.5"), lambda pids: len(pids) == 1)
     owner = Path(f"/proc/{pid}").stat().st_uid
     if os.geteuid() == 0:
         assert FIRST_UID <= owner < FIRST_UID + UIDS
