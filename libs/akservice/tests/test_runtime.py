@@ -7,6 +7,7 @@ import json
 import signal
 import socket
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -90,6 +91,32 @@ def test_a_services_own_routes_are_served_beside_the_health_endpoints(
     status, text = http_status(f"http://{listen}/v1/nothing")
     assert status == 404 and "/v1/orders" in str(text)
     assert http_status(f"http://{listen}/healthz")[0] == 200
+
+
+async def test_a_status_is_published_on_each_wake_and_none_is_nothing(
+    toy: ToyFactory, redis_url: str
+) -> None:
+    process = toy()  # a status a minute: what arrives sooner came from a wake
+    process.start()
+    poke = f"http://{process.env['AP_TOY_HEALTH_LISTEN']}/v1/poke"
+    bus = Bus.connect(RedisSettings(url=redis_url), producer="test")
+    try:
+        assert await bus.status("bidengine") is None  # the first turn had nothing to say
+        for count in (1, 2):
+            request = urllib.request.Request(poke, method="POST")
+            answer = await asyncio.to_thread(lambda r=request: urllib.request.urlopen(r).read())  # noqa: S310
+            assert json.loads(answer) == {"pokes": count}
+            latest = await eventually(
+                lambda: bus.status("bidengine"),
+                what=f"status {count}",
+                until=lambda envelope, n=count: (
+                    envelope is not None and envelope.payload.orders == n
+                ),
+            )
+            assert latest is not None
+        assert await bus.backend.length(streams.status_stream("bidengine")) == 2  # one per wake
+    finally:
+        await bus.close()
 
 
 def test_a_supervised_task_that_fails_stops_the_process_with_a_clear_line(

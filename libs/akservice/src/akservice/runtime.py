@@ -137,6 +137,45 @@ class Runtime(Generic[S]):
         """Run ``work`` until shutdown; if it ends first, the process stops with code 1."""
         self._tasks[asyncio.create_task(work, name=f"{self.spec.name}-{name}")] = name
 
+    def publish_status(
+        self,
+        compute: Callable[[], Awaitable[Payload | None]],
+        every: float,
+        *,
+        wake: asyncio.Event | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Publish ``compute()`` on the status stream of ``name`` (the service's own by
+        default) now, then every ``every`` seconds and soon after ``wake`` is set (a burst of
+        wakes makes one status); None from ``compute`` publishes nothing this turn, and a
+        turn without Redis is skipped."""
+        self.supervise(self._statuses(compute, every, wake, name or self.spec.name), "status")
+
+    async def _statuses(
+        self,
+        compute: Callable[[], Awaitable[Payload | None]],
+        every: float,
+        wake: asyncio.Event | None,
+        name: str,
+    ) -> None:
+        while not self.stopping.is_set():
+            if wake is not None:
+                wake.clear()  # a change while computing is another turn
+            with contextlib.suppress(ConnectionLost):
+                status = await compute()
+                if status is not None:
+                    await self.bus.publish_status(name, status)
+            waits = [asyncio.ensure_future(self.stopping.wait())]
+            if wake is not None:
+                waits.append(asyncio.ensure_future(wake.wait()))
+            try:
+                await asyncio.wait(waits, timeout=every, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+            if wake is not None and wake.is_set() and not self.stopping.is_set():
+                await asyncio.sleep(0.05)  # the rest of a burst of changes
+
     async def resource(self, manager: AbstractAsyncContextManager[T]) -> T:
         """Enter ``manager`` (a client, a pool); it is exited at shutdown, after the tasks."""
         return await self._resources.enter_async_context(manager)

@@ -103,7 +103,7 @@ class Status:
         for denom, amount in unpaid.items():
             metrics.UNPAID.labels(denom).set(amount)
         metrics.LEASES.set(leases)
-        status = BalanceStatus(
+        return BalanceStatus(
             leases=leases,
             last_error=ledger.last_error,
             earned=earned,
@@ -113,15 +113,6 @@ class Status:
             below_minimum=sorted(self.low),
             pending=await ledger.pending_count(),
         )
-        await self.rt.bus.publish_status("balance", status)
-        return status
-
-    async def run(self) -> None:
-        while True:
-            with contextlib.suppress(ConnectionLost):
-                await self.once()
-            if not await self.rt.sleep(self.rt.settings.balance_status_interval):
-                return
 
 
 async def start(rt: Runtime[BalanceSettings]) -> None:
@@ -147,7 +138,7 @@ async def start(rt: Runtime[BalanceSettings]) -> None:
     results.add(TxCommitted, ledger.on_tx_committed)
     results.add(TxFailed, ledger.on_tx_failed)
     rt.supervise(run_checks(rt, ledger), "checks")
-    rt.supervise(Status(rt, ledger).run(), "status")
+    rt.publish_status(Status(rt, ledger).once, settings.balance_status_interval)
     if settings.sweep_address:
         rt.supervise(run_sweeps(rt, ledger), "sweeps")
 

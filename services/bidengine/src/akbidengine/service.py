@@ -81,14 +81,10 @@ async def expire_deadlines(rt: Runtime[BidSettings], orders: Orders) -> None:
             return
 
 
-async def publish_status(rt: Runtime[BidSettings]) -> None:
-    while True:
-        with contextlib.suppress(ConnectionLost):
-            active = len(await rt.bus.backend.smembers(ACTIVE_KEY))
-            metrics.ORDERS.set(active)
-            await rt.bus.publish_status("bidengine", BidEngineStatus(orders=active))
-        if not await rt.sleep(rt.settings.bidengine_status_interval):
-            return
+async def status(rt: Runtime[BidSettings]) -> BidEngineStatus:
+    active = len(await rt.bus.backend.smembers(ACTIVE_KEY))
+    metrics.ORDERS.set(active)
+    return BidEngineStatus(orders=active)
 
 
 async def watch_balance(rt: Runtime[BidSettings], facts: Facts) -> None:
@@ -172,7 +168,7 @@ async def start(rt: Runtime[BidSettings]) -> None:
         keep_catching_up(orders, uuid.uuid4().hex[:8], settings.bid_catchup_interval, rt.sleep),
         "catch-up",
     )
-    rt.supervise(publish_status(rt), "status")
+    rt.publish_status(lambda: status(rt), rt.settings.bidengine_status_interval)
     rt.supervise(watch_balance(rt, facts), "balance")
 
 

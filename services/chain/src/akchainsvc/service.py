@@ -10,11 +10,9 @@ pending for the next start.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
-from akbus import ConnectionLost
 from akchain.errors import ChainError, KeyFileError, NodeUnavailable
 from akchain.keys import Signer
 from akchain.lcd import LCDClient
@@ -65,25 +63,21 @@ class ChainRelay:
             )
         return status.chain_id
 
-    async def publish_status(self) -> None:
-        while True:
-            relay, pipeline = self.relay, self.pipeline
-            if relay is not None and pipeline is not None:
-                error = pipeline.last_error or self.node_error
-                status = ChainStatus(
-                    height=relay.height,
-                    node_height=max(relay.node_height, relay.height),
-                    pending_txs=pipeline.in_flight,
-                    last_error=error[:500],
-                    provider=self.address,
-                )
-                metrics.PENDING_TXS.set(pipeline.in_flight)
-                with contextlib.suppress(ConnectionLost):
-                    await self.rt.bus.publish_status("chain", status)
-                if relay.node_height:
-                    self.node_seen = time.monotonic()
-            if not await self.rt.sleep(self.settings.status_interval):
-                return
+    async def status(self) -> ChainStatus | None:
+        relay, pipeline = self.relay, self.pipeline
+        if relay is None or pipeline is None:
+            return None
+        error = pipeline.last_error or self.node_error
+        metrics.PENDING_TXS.set(pipeline.in_flight)
+        if relay.node_height:
+            self.node_seen = time.monotonic()
+        return ChainStatus(
+            height=relay.height,
+            node_height=max(relay.node_height, relay.height),
+            pending_txs=pipeline.in_flight,
+            last_error=error[:500],
+            provider=self.address,
+        )
 
 
 async def start(rt: Runtime[ChainSettings]) -> None:
@@ -126,7 +120,7 @@ async def start(rt: Runtime[ChainSettings]) -> None:
     )
     commands.add(BroadcastTx, relay.pipeline.handle)
     rt.supervise(relay.relay.run(), "relay")
-    rt.supervise(relay.publish_status(), "status")
+    rt.publish_status(relay.status, settings.status_interval)
 
 
 SPEC = ServiceSpec(

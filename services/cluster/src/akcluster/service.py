@@ -14,7 +14,6 @@ retained status.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 from typing import TYPE_CHECKING, Any
@@ -89,11 +88,14 @@ class InventoryView:
 
 async def follow_operator(rt: Runtime[ClusterSettings], view: InventoryView) -> None:
     """Take each inventory the inventory operator publishes, in order (its retained status:
-    every replica sees every one, a restarted one starts from the latest)."""
+    every replica sees every one, a restarted one starts from the latest). The operator
+    publishes its latest again now and then, to show it is alive: a generation already
+    taken is skipped."""
+    taken: int | None = None
     async for _, envelope in rt.bus.follow_statuses(["inventory"]):
         cluster = envelope.payload
-        if isinstance(cluster, InventoryCluster):
-            generation = cluster.generation
+        if isinstance(cluster, InventoryCluster) and cluster.generation != taken:
+            generation = taken = cluster.generation
             view.update(from_operator(cluster))
             log.info(
                 "inventory %d from the inventory operator: %d node(s)",
@@ -129,89 +131,88 @@ def _totals(capacity: Any, storage: dict[str, int] | None = None) -> ResourceTot
     )
 
 
-async def publish_status(
-    rt: Runtime[ClusterSettings],
-    view: InventoryView,
-    res: Reservations,
-    deployments: Deployments,
-    kube_version: dict[str, str],
-) -> None:
-    """Status every interval; an ``InventoryChanged`` event when the inventory changed."""
-    last_event: InventoryChanged | None = None
-    while True:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(rt.settings.cluster_status_interval):
-                await view.changed.wait()
-        view.changed.clear()
-        inventory = view.get()
-        if rt.stopping.is_set():
-            return
+class Status:
+    """The cluster's status from its inventory, reservations and leases; an
+    ``InventoryChanged`` event when the inventory changed."""
+
+    def __init__(
+        self,
+        rt: Runtime[ClusterSettings],
+        view: InventoryView,
+        res: Reservations,
+        deployments: Deployments,
+        kube_version: dict[str, str],
+    ) -> None:
+        self.rt, self.view, self.res, self.deployments = rt, view, res, deployments
+        self.kube_version = kube_version
+        self.last_event: InventoryChanged | None = None
+
+    async def compute(self) -> ClusterStatus | None:
+        rt, res, deployments, kube_version = self.rt, self.res, self.deployments, self.kube_version
+        inventory = self.view.get()
         if inventory is None:
-            continue
-        with contextlib.suppress(ConnectionLost):
-            ledger = await res.refresh()
-            free = res.free(ledger, inventory)
-            allocatable = inventory.allocatable()
-            available = ResourceTotals(
-                cpu=sum(c.cpu for c in free.node_free.values()),
-                gpu=sum(c.gpu for c in free.node_free.values()),
-                memory=sum(c.memory for c in free.node_free.values()),
-                storage_ephemeral=sum(c.ephemeral for c in free.node_free.values()),
-                storage=dict(free.storage),
-            )
-            pending, active = ledger.counts()
-            leases = await deployments.active_count()
-            metrics.MANAGERS.set(leases)
-            held: dict[str, list[ResourceTotals]] = {"pending": [], "active": []}
-            for reservation in ledger.reservations.values():
-                held[reservation.state].append(reservation.totals)
-            event = InventoryChanged(
-                nodes=len(inventory.nodes), allocatable=allocatable, available=inventory.available()
-            )
-            if event != last_event:
-                await rt.bus.publish(CLUSTER_EVENTS, event)
-                last_event = event
-            await rt.bus.publish_status(
-                "cluster",
-                ClusterStatus(
-                    leases=leases,
-                    allocatable=allocatable,
-                    available=available,
-                    reservations_pending=pending,
-                    reservations_active=active,
-                    nodes=[
-                        NodeTotals(
-                            name=node.name,
-                            allocatable=_totals(node.allocatable),
-                            available=_totals(free.node_free.get(node.name, node.available)),
-                            gpu=_gpu_name(node.gpu_model),
-                            storage_classes=sorted(node.storage_classes),
-                        )
-                        for node in inventory.nodes
-                    ],
-                    storage=dict(free.storage),
-                    active=held["active"],
-                    pending=held["pending"],
-                    public_hostname=rt.settings.cluster_public_hostname,
-                    kube_version=kube_version,
-                ),
-            )
-            metrics.ALLOCATABLE.labels("nodes").set(len(inventory.nodes))
-            _export("", allocatable, metrics.ALLOCATABLE)
-            _export("", available, metrics.AVAILABLE)
-            metrics.ALLOCATABLE.labels("endpoints").set(rt.settings.cluster_node_ports)
-            metrics.AVAILABLE.labels("endpoints").set(free.node_ports)
-            metrics.RESERVATIONS.labels("pending", "quantity").set(pending)
-            metrics.RESERVATIONS.labels("active", "quantity").set(active)
-            pending_totals = ledger.pending_totals()
-            for quantity, value in (
-                ("cpu", pending_totals.cpu),
-                ("gpu", pending_totals.gpu),
-                ("memory", pending_totals.memory),
-                ("storage-ephemeral", pending_totals.storage_ephemeral),
-                ("endpoints", ledger.node_ports),
-            ):
-                metrics.RESERVATIONS.labels("pending", quantity).set(value)
+            return None
+        ledger = await res.refresh()
+        free = res.free(ledger, inventory)
+        allocatable = inventory.allocatable()
+        available = ResourceTotals(
+            cpu=sum(c.cpu for c in free.node_free.values()),
+            gpu=sum(c.gpu for c in free.node_free.values()),
+            memory=sum(c.memory for c in free.node_free.values()),
+            storage_ephemeral=sum(c.ephemeral for c in free.node_free.values()),
+            storage=dict(free.storage),
+        )
+        pending, active = ledger.counts()
+        leases = await deployments.active_count()
+        metrics.MANAGERS.set(leases)
+        held: dict[str, list[ResourceTotals]] = {"pending": [], "active": []}
+        for reservation in ledger.reservations.values():
+            held[reservation.state].append(reservation.totals)
+        event = InventoryChanged(
+            nodes=len(inventory.nodes), allocatable=allocatable, available=inventory.available()
+        )
+        if event != self.last_event:
+            await rt.bus.publish(CLUSTER_EVENTS, event)
+            self.last_event = event
+        status = ClusterStatus(
+            leases=leases,
+            allocatable=allocatable,
+            available=available,
+            reservations_pending=pending,
+            reservations_active=active,
+            nodes=[
+                NodeTotals(
+                    name=node.name,
+                    allocatable=_totals(node.allocatable),
+                    available=_totals(free.node_free.get(node.name, node.available)),
+                    gpu=_gpu_name(node.gpu_model),
+                    storage_classes=sorted(node.storage_classes),
+                )
+                for node in inventory.nodes
+            ],
+            storage=dict(free.storage),
+            active=held["active"],
+            pending=held["pending"],
+            public_hostname=rt.settings.cluster_public_hostname,
+            kube_version=kube_version,
+        )
+        metrics.ALLOCATABLE.labels("nodes").set(len(inventory.nodes))
+        _export("", allocatable, metrics.ALLOCATABLE)
+        _export("", available, metrics.AVAILABLE)
+        metrics.ALLOCATABLE.labels("endpoints").set(rt.settings.cluster_node_ports)
+        metrics.AVAILABLE.labels("endpoints").set(free.node_ports)
+        metrics.RESERVATIONS.labels("pending", "quantity").set(pending)
+        metrics.RESERVATIONS.labels("active", "quantity").set(active)
+        pending_totals = ledger.pending_totals()
+        for quantity, value in (
+            ("cpu", pending_totals.cpu),
+            ("gpu", pending_totals.gpu),
+            ("memory", pending_totals.memory),
+            ("storage-ephemeral", pending_totals.storage_ephemeral),
+            ("endpoints", ledger.node_ports),
+        ):
+            metrics.RESERVATIONS.labels("pending", quantity).set(value)
+        return status
 
 
 async def start(rt: Runtime[ClusterSettings]) -> None:
@@ -311,7 +312,8 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     chain = rt.subscriber(CHAIN_EVENTS)
     chain.add(LeaseClosed, deployments.on_lease_closed)
     rt.supervise(deployments.run(rt.stopping), "deployments")
-    rt.supervise(publish_status(rt, view, res, deployments, kube_version), "status")
+    status = Status(rt, view, res, deployments, kube_version)
+    rt.publish_status(status.compute, rt.settings.cluster_status_interval, wake=view.changed)
 
 
 def build_settings(settings: ClusterSettings) -> BuildSettings:

@@ -11,8 +11,6 @@ on with the same deadlines.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -59,29 +57,11 @@ async def run_watchdogs(rt: Runtime[ManifestSettings], manifests: Manifests) -> 
             return
 
 
-async def publish_status(rt: Runtime[ManifestSettings], manifests: Manifests) -> None:
-    """Publish counts every ``AP_MANIFEST_STATUS_INTERVAL``, and soon after each change."""
-    while True:
-        manifests.changed.clear()
-        with contextlib.suppress(ConnectionLost):
-            deployments, waiting = await manifests.counts()
-            metrics.MANAGERS.set(deployments)
-            metrics.WATCHDOGS.set(waiting)
-            await rt.bus.publish_status("manifest", ManifestStatus(deployments=deployments))
-        changed = asyncio.create_task(manifests.changed.wait())
-        stopping = asyncio.create_task(rt.stopping.wait())
-        try:
-            await asyncio.wait(
-                {changed, stopping},
-                timeout=rt.settings.manifest_status_interval,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            changed.cancel()
-            stopping.cancel()
-        if rt.stopping.is_set():
-            return
-        await asyncio.sleep(0.05)  # a burst of changes makes one status
+async def status(manifests: Manifests) -> ManifestStatus:
+    deployments, waiting = await manifests.counts()
+    metrics.MANAGERS.set(deployments)
+    metrics.WATCHDOGS.set(waiting)
+    return ManifestStatus(deployments=deployments)
 
 
 async def start(rt: Runtime[ManifestSettings]) -> None:
@@ -112,7 +92,9 @@ async def start(rt: Runtime[ManifestSettings]) -> None:
     events.add(LeaseClosed, manifests.on_lease_closed)
     if settings.manifest_timeout > 0:
         rt.supervise(run_watchdogs(rt, manifests), "watchdogs")
-    rt.supervise(publish_status(rt, manifests), "status")
+    rt.publish_status(
+        lambda: status(manifests), settings.manifest_status_interval, wake=manifests.changed
+    )
 
 
 SPEC = ServiceSpec(
