@@ -1,5 +1,6 @@
-"""The operator's dashboard in a real headless Chromium (Debian's), against the whole suite:
-it loads with its token, shows the nodes, and a new order appears without a reload.
+"""The operator's dashboard in a real headless Chromium (Debian's), against the whole suite
+(balance and the three operators included): it loads with its token, shows the nodes, a new
+order appears without a reload, and every panel fills, every part of the provider listed.
 
 ``DASHBOARD_SCREENSHOT=docs/dashboard.png`` also saves the screenshot there.
 """
@@ -19,6 +20,7 @@ from playwright.async_api import async_playwright
 
 from akcli.testing import Provider, leased, sdl
 from akdevnet.testing import DevnetClients
+from aktypes.events.streams import SERVICES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -39,6 +41,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+EVERY_PART_OK = """parts => parts.every(part => [...document.querySelectorAll('#services tr')]
+    .some(row => row.cells[0]?.textContent === part && row.cells[1]?.textContent === 'ok'))"""
+
+
 def short(text: str) -> str:
     return re.sub(r"akash1[0-9a-z]{38}", lambda m: f"{m[0][:10]}…{m[0][-4:]}", text)
 
@@ -54,6 +60,8 @@ def status_of(url: str) -> int:
 async def test_the_dashboard_shows_nodes_and_a_new_order_live(
     provider: Provider, chain: DevnetClients, tmp_path: Path
 ) -> None:
+    provider.balance_env = {}
+    provider.operators = ("inventory", "hostname", "ip")
     provider.start()
     gateway = provider.gateway
     base = gateway.dashboard_url
@@ -96,6 +104,16 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
             await page.locator("#leases tr", has_text=short(str(lease))).wait_for(timeout=30_000)
             assert await page.evaluate("window.stillTheSamePage") is True  # no reload
             assert "won" in (await row.inner_text())
+            # every panel has content: each part of the provider reports, earnings included
+            try:
+                await page.wait_for_function(EVERY_PART_OK, arg=list(SERVICES), timeout=30_000)
+            except PlaywrightTimeout:
+                shown = await page.locator("#services").inner_text()
+                raise AssertionError(f"not every part reports, ok:\n{shown}") from None
+            await page.locator("#earnings", has_text="leases watched").wait_for(timeout=30_000)
+            assert await page.locator("#totals > *").count() >= 2  # cpu, memory
+            assert await page.locator("#capacity path").count() == 3
+            await page.locator("#bids rect").first.wait_for(timeout=30_000)
             shot = tmp_path / "dashboard.png"
             await page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000

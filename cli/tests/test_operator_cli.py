@@ -130,6 +130,28 @@ def test_status_shows_each_services_figures_and_which_are_missing(redis_url: str
         ),
     )
     publish_status(redis_url, "manifest", ev.ManifestStatus(deployments=5))
+    publish_status(
+        redis_url, "gateway", ev.GatewayStatus(websockets=3, shells=1, tenants=2, version="1.2.3")
+    )
+    publish_status(
+        redis_url,
+        "hostname",
+        ev.OperatorStatus(operator="hostname", figures={"conflict": 1, "routed": 4}),
+    )
+    publish_status(
+        redis_url,
+        "ip",
+        ev.OperatorStatus(operator="ip", figures={"capacity": 4, "in_use": 1}, last_error="x"),
+    )
+    publish_status(
+        redis_url,
+        "inventory",
+        ev.InventoryCluster(
+            nodes=[ev.NodeInventory(name="a"), ev.NodeInventory(name="b")],
+            unknown_gpus=["nvidia/abc"],
+            generation=9,
+        ),
+    )
 
     output = invoke(redis_url, "status")
 
@@ -143,6 +165,11 @@ def test_status_shows_each_services_figures_and_which_are_missing(redis_url: str
     assert "cpu 60.5 of 64 free, memory 200Gi of 256Gi free, gpu 6 of 8 free" in cluster
     assert "deployments 5" in service_row(output, "manifest")
     assert "missing" in service_row(output, "balance")
+    assert "websockets 3 (1 shells) of 2 tenants, version 1.2.3" in service_row(output, "gateway")
+    assert "conflict 1, routed 4" in service_row(output, "hostname")
+    assert "capacity 4, in_use 1, last error: x" in service_row(output, "ip")
+    inventory = service_row(output, "inventory")
+    assert "nodes 2, storage classes 0, generation 9, unknown GPUs: nvidia/abc" in inventory
     assert "missing: balance (no status published)" in output
     assert "stale" not in output
 
@@ -156,7 +183,7 @@ def test_status_marks_old_statuses_stale(redis_url: str) -> None:
     assert "stale" in manifest and "5m ago" in manifest and "deployments 2" in manifest
     assert "ok" in service_row(output, "bidengine")
     assert "stale: manifest (older than 60s)" in output
-    assert "missing: chain, cluster, balance" in output
+    assert "missing: chain, cluster, balance, gateway, inventory, hostname, ip" in output
 
     relaxed = invoke(redis_url, "status", "--max-age", "600")
     assert "stale" not in relaxed and "ok" in service_row(relaxed, "manifest")

@@ -25,14 +25,16 @@ from aktypes.events import (
     ChainStatus,
     ClusterStatus,
     Envelope,
+    GatewayStatus,
     InvalidEntryError,
+    InventoryCluster,
     ManifestStatus,
+    OperatorStatus,
     Payload,
 )
+from aktypes.events.streams import SERVICES
 from aktypes.overview import STREAMS, EventLine, Overview
 
-# The services that publish a retained status (the gateway only reads them).
-STATUS_SERVICES = ("chain", "bidengine", "cluster", "manifest", "balance")
 EVENT_WINDOW = 500  # entries read back per stream for ``events``: most of them may be hidden
 
 MaxAge = Annotated[
@@ -60,7 +62,7 @@ def status(max_age: MaxAge = 60.0, redis_url: RedisUrl = None, wait: Wait = 5.0)
 
     async def work(bus: Bus) -> dict[str, Envelope[Any] | str | None]:
         found: dict[str, Envelope[Any] | str | None] = {}
-        for service in STATUS_SERVICES:
+        for service in SERVICES:  # every part publishes one, the operators and gateway too
             try:
                 found[service] = await bus.status(service)
             except InvalidEntryError as exc:
@@ -115,6 +117,24 @@ def figures(payload: Payload) -> str:
             return text + (f", gpu {free.gpu} of {total.gpu} free" if total.gpu else "")
         case ManifestStatus(deployments=deployments):
             return f"deployments {deployments}"
+        case GatewayStatus():
+            return (
+                f"websockets {payload.websockets} ({payload.shells} shells) of "
+                f"{payload.tenants} tenants, version {payload.version}"
+            )
+        case OperatorStatus(figures=counted, last_error=error):
+            text = ", ".join(f"{name} {n}" for name, n in counted.items()) or "nothing managed"
+            return text + (f", last error: {error}" if error else "")
+        case InventoryCluster():
+            text = (
+                f"nodes {len(payload.nodes)}, storage classes {len(payload.storage)}, "
+                f"generation {payload.generation}"
+            )
+            if payload.excluded:
+                text += f", excluded {len(payload.excluded)}"
+            return text + (
+                f", unknown GPUs: {', '.join(payload.unknown_gpus)}" if payload.unknown_gpus else ""
+            )
         case BalanceStatus(leases=leases, last_error=error):
             text = f"leases {leases}"
             for label, amounts in (

@@ -335,6 +335,8 @@ def example_payloads() -> list[ev.Payload]:
             kube_version={"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
         ),
         ev.ManifestStatus(deployments=2),
+        ev.GatewayStatus(websockets=3, shells=1, tenants=2, version="0.1.0"),
+        ev.OperatorStatus(operator="ip", figures={"capacity": 8, "in_use": 3}, last_error=""),
         ev.BalanceStatus(
             leases=2,
             earned={"uact": 1_250_000},

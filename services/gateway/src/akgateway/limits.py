@@ -197,6 +197,12 @@ class TenantSlots:
 
         return give_back
 
+    def counts(self) -> tuple[int, int, int]:
+        """Websockets and shells open, and the tenants holding them."""
+        websockets = sum(n for (_, kind), n in self.held.items() if kind == "any")
+        shells = sum(n for (_, kind), n in self.held.items() if kind == "shell")
+        return websockets, shells, len({tenant for tenant, _ in self.held})
+
 
 class InputRate:
     """Each tenant's shell input: at most ``rate`` bytes per second over all its shells, after

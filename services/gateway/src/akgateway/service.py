@@ -25,7 +25,7 @@ from akgateway.buildinfo import build_info
 from akgateway.context import Gateway
 from akgateway.dashboard import DashboardFeed, create_dashboard
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
-from akgateway.domain.status import STATUS_SOURCES, renderer
+from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.grpcfront import GRPCFront, PeerCertificates
 from akgateway.limits import InputRate, TenantSlots, body_limit, route_limit
@@ -36,6 +36,8 @@ from akgateway.statusboard import StatusBoard, status_fast_path
 from akgateway.tls import TrustedCertificates, server_context
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import version_of
+from aktypes.events import GatewayStatus
+from aktypes.events.streams import SERVICES
 
 log = logging.getLogger("akgateway")
 
@@ -79,7 +81,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         )
     board = StatusBoard(
         rt.bus,
-        tuple(STATUS_SOURCES),
+        SERVICES,  # every part of the provider, the gateway itself included
         renderer(
             address=address,
             public_hostname=settings.cluster_public_hostname,
@@ -104,6 +106,14 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         ),
         input_rate=InputRate(settings.gateway_tenant_shell_input_rate),
     )
+
+    async def own_status() -> GatewayStatus:
+        websockets, shells, tenants = gateway.slots.counts()
+        return GatewayStatus(
+            websockets=websockets, shells=shells, tenants=tenants, version=gateway.version
+        )
+
+    rt.publish_status(own_status, settings.gateway_status_interval)
     server = await rt.resource(
         HTTPServer(
             body_limit(

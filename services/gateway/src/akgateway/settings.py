@@ -69,6 +69,9 @@ class GatewaySettings(BaseSettings):
     gateway_status_max_age: Duration = Field(
         default=30.0, gt=0, description="a service status older than this is reported stale"
     )
+    gateway_status_interval: Duration = Field(
+        default=5.0, gt=0, description="how often the gateway's own status is published"
+    )
     gateway_max_body: int = Field(
         default=4 * MIB,
         ge=1024,

@@ -97,8 +97,10 @@ from aktypes.events.status import (
     BidEngineStatus,
     ChainStatus,
     ClusterStatus,
+    GatewayStatus,
     ManifestStatus,
     NodeTotals,
+    OperatorStatus,
 )
 from aktypes.events.tx import (
     BroadcastTx,
@@ -160,6 +162,8 @@ STATUS_TYPES = (
     ManifestStatus,
     BalanceStatus,
     InventoryCluster,
+    GatewayStatus,
+    OperatorStatus,
 )
 
 STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
@@ -245,6 +249,8 @@ Event = Annotated[
     | ClusterStatus
     | ManifestStatus
     | BalanceStatus
+    | GatewayStatus
+    | OperatorStatus
     | InventoryCluster
     | InventoryNodes
     | InventoryStorage
@@ -292,6 +298,7 @@ __all__ = [
     "ExcludedNode",
     "ForwardedPort",
     "GPUInfo",
+    "GatewayStatus",
     "GetLeaseManifest",
     "GetLeaseStatus",
     "GroupClosed",
@@ -328,6 +335,7 @@ __all__ = [
     "MigrationRefused",
     "NodeInventory",
     "NodeTotals",
+    "OperatorStatus",
     "OrderClosed",
     "OrderCreated",
     "Payload",

@@ -80,3 +80,24 @@ class BalanceStatus(Payload):
     balances: dict[str, Count] = Field(default_factory=dict)
     below_minimum: list[str] = Field(default_factory=list)
     pending: Count = 0  # transactions (withdrawals, sweeps) without a result yet
+
+
+class GatewayStatus(Payload):
+    """The gateway's own status: the tenants' open websockets and shells among them, how
+    many tenants hold them, and the gateway's version."""
+
+    type: Literal["gateway.status"] = "gateway.status"
+    websockets: Count = 0
+    shells: Count = 0
+    tenants: Count = 0
+    version: str = ""
+
+
+class OperatorStatus(Payload):
+    """An operator's status (the hostname and IP operators'): what it manages, counted by
+    state (``routed``, ``conflict``…; ``in_use``, ``capacity``…), and its last error."""
+
+    type: Literal["operator.status"] = "operator.status"
+    operator: str
+    figures: dict[str, Count] = Field(default_factory=dict)
+    last_error: str = ""

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aktypes.events import BalanceStatus, ClusterStatus, Envelope
+from aktypes.events import BalanceStatus, ClusterStatus, Envelope, OperatorStatus
 from aktypes.events.cluster import ResourceTotals
 
 STALE_S = 30.0
@@ -41,9 +41,10 @@ def _service(envelope: Envelope[Any] | None, now: dt.datetime) -> dict[str, Any]
     if envelope is None:
         return {"state": "no status", "age_s": None, "figures": {}}
     age = (now - envelope.time).total_seconds()
-    figures = envelope.payload.model_dump(
-        mode="json", exclude={"type", "nodes", "active", "pending"}
-    )
+    payload = envelope.payload
+    figures = payload.model_dump(mode="json", exclude={"type", "nodes", "active", "pending"})
+    if isinstance(payload, OperatorStatus):  # what it manages, counted by state
+        figures = {**payload.figures, "last_error": payload.last_error}
     return {
         "state": "stale" if age > STALE_S else "ok",
         "age_s": round(age, 1),

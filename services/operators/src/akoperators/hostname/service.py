@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kopf
-from prometheus_client import Counter
+import prometheus_client
 
 from akoperators.domain.hosts import (
     HOST_LABEL,
@@ -44,11 +45,12 @@ from akoperators.hostname.settings import HostnameSettings
 from akoperators.kopfrun import connect, operator_settings, registry_with_login, run_kopf
 from akoperators.kube import Kube, KubeError, resource_path
 from akservice import Runtime, ServiceSpec
+from aktypes.events import OperatorStatus
 
 log = logging.getLogger("akoperators.hostname")
 
 AKASH = "akash.network/v2beta2"
-RECONCILES = Counter(
+RECONCILES = prometheus_client.Counter(
     "provider_hostname_operator_reconciles",
     "ProviderHosts handled, by outcome",
     ["result"],
@@ -190,6 +192,17 @@ class Hosts:
             selector=f"akash.network/namespace={namespace}",
         )
 
+    async def status(self) -> OperatorStatus:
+        """The ProviderHosts counted by the state their status records."""
+        try:
+            hosts = await self.kube.list(
+                resource_path(AKASH, "providerhosts", self.settings.k8s_manifest_ns)
+            )
+        except KubeError as exc:
+            return OperatorStatus(operator="hostname", last_error=str(exc)[:500])
+        states = Counter(str((h.get("status") or {}).get("state") or "new") for h in hosts)
+        return OperatorStatus(operator="hostname", figures=dict(sorted(states.items())))
+
     async def record(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         name = (body.get("metadata") or {}).get("name", "")
         path = resource_path(AKASH, "providerhosts", self.settings.k8s_manifest_ns, name)
@@ -271,6 +284,7 @@ async def start(rt: Runtime[HostnameSettings]) -> None:
         version.get("gitVersion", "?"),
     )
     hosts = Hosts(kube, settings)
+    rt.publish_status(hosts.status, settings.operator_status_interval)
     await run_kopf(rt, build_registry(settings, hosts), operator_settings("hostname"))
 
 

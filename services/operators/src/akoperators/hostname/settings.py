@@ -21,6 +21,9 @@ class HostnameSettings(BaseSettings):
         default=None,
         description="kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
+    operator_status_interval: Duration = Field(
+        default=10.0, gt=0, description="how often the operator's status is published"
+    )
     k8s_manifest_ns: str = Field(
         default="lease", description="namespace of the Manifest and ProviderHost resources"
     )

@@ -147,6 +147,11 @@ class Publisher:
         tick, self._tick = self._tick, asyncio.Event()
         tick.set()
 
+    async def published(self) -> InventoryCluster | None:
+        """The inventory last published (None: none yet), to be published again as the
+        operator's status now and then, so that its age says the operator is alive."""
+        return self.on_bus
+
     async def _publish(self) -> bool:
         current = self.current
         if current is None or current == self.on_bus:

@@ -80,6 +80,7 @@ async def start(rt: Runtime[InventorySettings]) -> None:
     handlers.register(kopf_registry, state)
     await run_kopf(rt, kopf_registry, operator_settings("inventory"))
     rt.supervise(publisher.run(), "publisher")
+    rt.publish_status(publisher.published, settings.operator_status_interval)
     rt.supervise(resync(rt, state, kube), "resync")
 
 

@@ -77,6 +77,9 @@ class InventorySettings(BaseSettings):
         default=None,
         description="kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
+    operator_status_interval: Duration = Field(
+        default=10.0, gt=0, description="how often the operator's status is published"
+    )
     inventory_exclude_nodes: str = Field(
         default="",
         description="nodes never offered: names or regular expressions (full match), comma list",

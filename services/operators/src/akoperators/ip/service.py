@@ -40,6 +40,7 @@ from akoperators.ip.settings import IPSettings
 from akoperators.kopfrun import connect, operator_settings, registry_with_login, run_kopf
 from akoperators.kube import Kube, KubeError, resource_path
 from akservice import Runtime, ServiceSpec
+from aktypes.events import OperatorStatus
 
 log = logging.getLogger("akoperators.ip")
 
@@ -205,7 +206,13 @@ async def start(rt: Runtime[IPSettings]) -> None:
     async def usage(_: web.Request) -> web.Response:
         return web.json_response(pool.usage())
 
+    async def status() -> OperatorStatus:
+        use = pool.usage()
+        figures = {k: use[k] for k in ("capacity", "in_use", "available")}
+        return OperatorStatus(operator="ip", figures=figures)
+
     rt.route("GET", "/v1/pool", usage)
+    rt.publish_status(status, settings.operator_status_interval)
     ips = LeasedIPs(kube, settings, pool)
     await run_kopf(rt, build_registry(settings, ips), operator_settings("ip"))
 
