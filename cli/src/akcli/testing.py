@@ -148,8 +148,14 @@ class Provider:
                 log_path=self.tmp / f"{name}.log",
                 extra_env={**self.ingress_env(), **self.manifest_env, "AP_INSTANCE_ID": str(i)},
             )
-        for process in self.processes.values():
-            process.start()
+        simulator = self.processes.get("kubesim")
+        if simulator is not None:
+            simulator.start()  # first: the others read the kubeconfig it writes
+        starting = [p for p in self.processes.values() if p is not simulator]
+        for process in starting:  # together, then each waited for
+            process.start(wait_ready=False)
+        for process in starting:
+            process.wait_ready()
         kube_env = {k: v for k, v in cluster_env.items() if k in GATEWAY_KUBE_SETTINGS}
         gateways = [
             GatewayProcess(
@@ -171,10 +177,7 @@ class Provider:
             )
             for i, name in self._replicas("gateway")
         ]
-        for step in ("generate", "publish"):  # the provider's certificate, on chain
-            done = gateways[0].cert(step)
-            if done.returncode != 0:
-                raise RuntimeError(f"gateway cert {step}: {done.stdout}{done.stderr}")
+        gateways[0].certify()  # the provider's certificate, on chain
         for (_, name), gateway in zip(self._replicas("gateway"), gateways, strict=True):
             self.processes[name] = gateway
             gateway.start()

@@ -14,6 +14,7 @@ within 2 s.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import http.client
 import json
@@ -102,6 +103,33 @@ class GatewayProcess(RuntimeProcess):
     @property
     def dashboard_url(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def certify(self, timeout: float = 60.0) -> None:
+        """What ``cert generate`` then ``cert publish`` do, with this gateway's settings, in
+        this process (the commands themselves are tested as commands): the provider's
+        certificate made and on chain, through the chain relay."""
+        from akgateway import certcli  # noqa: PLC0415 - the command's code, only here
+        from akgateway.domain.certificates import SERVER_CERT_DAYS  # noqa: PLC0415
+        from akgateway.settings import GatewaySettings  # noqa: PLC0415
+
+        prefix = str(GatewaySettings.model_config.get("env_prefix", ""))
+        given = {
+            name: self.env[f"{prefix}{name}".upper()]
+            for name in GatewaySettings.model_fields
+            if f"{prefix}{name}".upper() in self.env
+        }
+        settings = GatewaySettings.model_validate(given)  # these values alone, not os.environ
+
+        async def run() -> None:
+            bus = Bus.connect(RedisSettings(url=self.env["REDIS_URL"]), producer="test-cert")
+            try:
+                await certcli.generate(settings, bus, [], force=False, days=SERVER_CERT_DAYS)
+                await certcli.publish(settings, bus, timeout=timeout)
+            finally:
+                await bus.close()
+
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:  # callers may be in a loop
+            thread.submit(asyncio.run, run()).result()
 
     def cert(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """``python -m akgateway cert ARGS`` with this gateway's settings."""
