@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from akbus import Bus, ConnectionLost, RedisSettings
 from akbus.embedded import EmbeddedRedis, stop_shared_server
 from akbus.settings import parse_sentinel, redact
+from akbus.testing import eventually_sync
 from aktypes.events import BidEngineStatus
 
 
@@ -109,14 +110,13 @@ def sentinel(
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", probe.port), 0.2),
-            ):
-                break
-            time.sleep(0.05)
+
+        def listening() -> bool:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", probe.port)):
+                return True
+            return False
+
+        eventually_sync(listening, 10, "the sentinel listening")
         yield probe.port
     finally:
         process.kill()

@@ -9,14 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
 
-from akservice.testing import free_port
+from akservice.testing import eventually_sync, free_port
 from kubesim import tables
 from kubesim.testing import KubeSimProcess
 
@@ -110,10 +109,9 @@ def test_kubectl_apply_and_the_tables_of_kubectl_get(
         assert run("apply", "--validate=false", "-f", str(manifest)).strip() == (
             "deployment.apps/web created"
         )
-        deadline = time.monotonic() + 20
-        while "2/2" not in (deploy := run("get", "deployment", "web")):
-            assert time.monotonic() < deadline, deploy
-            time.sleep(0.1)
+        deploy = eventually_sync(
+            lambda: run("get", "deployment", "web"), 20, "2/2 ready", until=lambda out: "2/2" in out
+        )
         header, row = deploy.splitlines()
         assert header.split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
         assert row.split()[:4] == ["web", "2/2", "2", "2"]

@@ -13,6 +13,7 @@ import pytest
 
 from akbidengine.adapters.price_script import ShellScriptStrategy, parse_script_output
 from akbidengine.domain.pricing import PriceRequest, PricingError, script_stdin
+from akservice.testing import eventually
 from aktypes.coin import Dec, DecCoin
 from aktypes.groupspec import GroupSpec, ResourceUnit
 from aktypes.resources import CPU, GPU, Memory, Resources, rv
@@ -135,10 +136,10 @@ async def test_slow_script_and_its_children_are_killed_at_the_timeout(tmp_path: 
     assert "0.5s" in str(error)
     assert time.monotonic() - started < 5
     pids = [int((tmp_path / name).read_text()) for name in ("pid", "child")]
-    deadline = time.monotonic() + 5
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert not any(alive(pid) for pid in pids)
+    await eventually(
+        lambda: [pid for pid in pids if alive(pid)], 5, "the script and its child gone",
+        until=lambda living: not living,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from akchain.errors import ChainError
 from akchain.wallet import Wallet
 from akchainsvc.testing import RelayProcess, chain_events
 from akdevnet.testing import DevnetClients, DevnetProcess
+from akservice.testing import eventually
 from aktypes.coin import Coin, Dec, DecCoin
 from aktypes.events import chain as ev
 from aktypes.ids import BidID
@@ -132,9 +133,7 @@ async def test_the_stream_equals_the_devnet_log_across_restarts_and_kills(
     start = devnet.height()
 
     async def blocks(count: int) -> None:
-        target = devnet.height() + count
-        while devnet.height() < target:
-            await asyncio.sleep(0.05)
+        await asyncio.to_thread(devnet.wait_height, devnet.height() + count)
 
     await blocks(60)
     relay.kill()
@@ -156,10 +155,7 @@ async def test_the_stream_equals_the_devnet_log_across_restarts_and_kills(
         cursor = await bus.backend.get("akchainsvc:cursor")
         return cursor is not None and int(cursor) >= end
 
-    deadline = asyncio.get_running_loop().time() + 30
-    while not await caught_up():
-        assert asyncio.get_running_loop().time() < deadline, "relay did not catch up"
-        await asyncio.sleep(0.05)
+    await eventually(caught_up, 30, "the relay caught up")
 
     provider = devnet.signer("provider").address
     expected = expected_from_log(devnet, provider, end)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from akservice.testing import eventually
 from kubesim.controllers import ControllerSettings
 from kubesim.sim import KubeSim
 
@@ -35,12 +36,12 @@ async def test_a_timer_that_fell_due_while_the_loop_was_busy_still_fires() -> No
     controllers._wake.clear()  # and nothing else is written from now on
     task = asyncio.create_task(controllers.run())
     try:
-        deadline = time.monotonic() + 5
-        while (store.find(("", "pods"), "default", "p") or {}).get("status", {}).get(
-            "phase"
-        ) != "Running":
-            assert time.monotonic() < deadline, "the pod never ran: the due timer was dropped"
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: (store.find(("", "pods"), "default", "p") or {}).get("status", {}),
+            5,
+            "the pod running (else the due timer was dropped)",
+            until=lambda status: status.get("phase") == "Running",
+        )
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
