@@ -75,7 +75,7 @@ from akchain.msgs import MESSAGE_TYPES
 from akchain.tx import decode_tx
 from akcli.testing import Provider, certified, sdl_text, stream
 from akcluster.domain.leases import LEASES_KEY
-from akcluster.handlers import RESERVATIONS_KEY
+from akcluster.reservations import RESERVATIONS_KEY
 from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients, DevnetProcess
 from akgateway.testing import GatewayProcess

@@ -112,7 +112,7 @@ from akcluster.domain.leases import LEASES_KEY, WORK_KEY, LeaseRecord, lease_key
 from akcluster.domain.ledger import Ledger, Reservation
 from akcluster.domain.objects import crds, scheduler_params
 from akcluster.domain.placement import NoFit, Placement, place
-from akcluster.handlers import RESERVATIONS_KEY, VERSION_KEY
+from akcluster.reservations import RESERVATIONS_KEY, VERSION_KEY
 from akcluster.service import build_settings, commit_levels
 from akcluster.settings import ClusterSettings
 from akcluster.testing import TINY_SDL as TINY

@@ -15,7 +15,7 @@ from typing import Any
 from akbus import Bus
 from akchain import msgs
 from akcli.testing import Provider, sdl, sdl_text, stream
-from akcluster.handlers import RESERVATIONS_KEY
+from akcluster.reservations import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.coin import Coin, Dec, DecCoin

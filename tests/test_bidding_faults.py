@@ -21,7 +21,7 @@ from akchain import msgs
 from akcli.testing import Provider, frozen, stream
 from akcli.testing import sdl as harness_sdl
 from akcluster.domain.ledger import Reservation
-from akcluster.handlers import RESERVATIONS_KEY
+from akcluster.reservations import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.coin import Dec, DecCoin

@@ -18,7 +18,7 @@ from akbidengine.domain.order import record_key
 from akbidengine.domain.pricing import PriceRequest, script_stdin
 from akbus import Bus
 from akcli.testing import Provider, sdl, stream
-from akcluster.handlers import RESERVATIONS_KEY
+from akcluster.reservations import RESERVATIONS_KEY
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually
 from aktypes.coin import Dec

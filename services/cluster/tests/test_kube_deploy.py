@@ -24,14 +24,10 @@ import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi
 
 from akcluster.adapters import kube_scan
-from akcluster.adapters.kube_deploy import (
-    KubeDeployments,
-    KubeRejected,
-    KubeUnavailable,
-    LeaseNotFound,
-)
+from akcluster.adapters.kube_deploy import KubeDeployments
 from akcluster.adapters.kube_rules import APPLIED, fingerprint, merged, up_to_date
 from akcluster.adapters.null_deploy import NullDeployments
+from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from akservice.testing import eventually
 from aktypes.events import ForwardedPort, LeasedIPStatus
 from aktypes.ids import LeaseID
@@ -358,7 +354,7 @@ def in_listing_order(*leases: LeaseID) -> list[LeaseID]:
 async def answers(backend: KubeDeployments) -> bool:
     try:
         await backend.server_version()
-    except KubeUnavailable:
+    except Unavailable:
         return False
     return True
 
@@ -719,9 +715,9 @@ async def test_an_invalid_object_is_rejected_naming_it(kube: KubeDeployments) ->
     bad = copy.deepcopy(objects()[3])
     bad["metadata"]["name"] = "bad"
     del bad["spec"]["template"]["spec"]["containers"][0]["image"]
-    with pytest.raises(KubeRejected, match=rf"Deployment {NS}/bad: 422 Invalid: .*image"):
+    with pytest.raises(Rejected, match=rf"Deployment {NS}/bad: 422 Invalid: .*image"):
         await kube.apply([bad])
-    with pytest.raises(KubeUnavailable, match="does not serve"):
+    with pytest.raises(Unavailable, match="does not serve"):
         await kube.apply(
             [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}]
         )
@@ -753,7 +749,7 @@ async def test_an_unavailable_api_server_is_unavailable(
     try:
         for call in calls:
             started = time.monotonic()
-            with pytest.raises(KubeUnavailable, match="Connection" if refuse else "503"):
+            with pytest.raises(Unavailable, match="Connection" if refuse else "503"):
                 await call()
             assert time.monotonic() - started < 1.0
         kubesim_thread.call(kubesim_thread.faults.available)
@@ -771,7 +767,7 @@ async def test_a_hung_api_server_is_unavailable_within_the_timeout(
         await kube.install(CRDS)
         kubesim_thread.call(lambda: kubesim_thread.faults.slow(2.0, 30))
         started = time.monotonic()
-        with pytest.raises(KubeUnavailable, match="no answer within 0.3s|timed out"):
+        with pytest.raises(Unavailable, match="no answer within 0.3s|timed out"):
             await kube.lease_status(LEASE, SERVICES, PUBLIC)
         assert time.monotonic() - started < 1.3
     finally:

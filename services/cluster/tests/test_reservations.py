@@ -11,7 +11,7 @@ from akbus import Bus, RedisSettings
 from akbus.testing import FAST_SETTINGS, running
 from akcluster.domain.inventory import Capacity, Inventory, Node
 from akcluster.domain.placement import CommitLevels
-from akcluster.handlers import RESERVATIONS_KEY, Reservations
+from akcluster.reservations import RESERVATIONS_KEY, Reservations
 from aktypes.coin import DecCoin
 from aktypes.events import (
     GroupScreened,

@@ -77,8 +77,9 @@ from akcluster.domain.objects import (
     uses_offers,
 )
 from akcluster.domain.placement import CommitLevels
-from akcluster.handlers import Reservations
+from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from akcluster.registry import Holders, Refused, Registry, endpoint_key, names_kept
+from akcluster.reservations import Reservations
 from aktypes.events import (
     BroadcastTx,
     CheckHostnames,
@@ -111,18 +112,6 @@ log = logging.getLogger("akcluster.deployments")
 
 RECOVERED = ("unchanged", "reapplied", "queued", "adopted", "orphans")
 _RECOVERY_BATCH = 250  # records read at once at start
-
-
-class Unavailable(Exception):
-    """Kubernetes cannot be reached or answered 5xx: nothing can be judged now."""
-
-
-class Rejected(Exception):
-    """Kubernetes refused an object: the deploy cannot succeed as it is."""
-
-
-class NotDeployed(Exception):
-    """The lease's namespace or Manifest resource is not there."""
 
 
 class Backend(Protocol):
@@ -169,15 +158,6 @@ class MonitorPolicy:
         return self.healthcheck_period + random.uniform(0, self.healthcheck_jitter)  # noqa: S311
 
 
-@dataclass(frozen=True)
-class Errors:
-    """The backend's exception types, mapped to the manager's three cases."""
-
-    unavailable: tuple[type[BaseException], ...]
-    rejected: tuple[type[BaseException], ...]
-    not_found: tuple[type[BaseException], ...]
-
-
 def _backoff(retries: int) -> float:
     return float(min(2 ** min(retries, 6), 60))
 
@@ -191,7 +171,6 @@ class Deployments:
         backend: Backend,
         reservations: Reservations,
         *,
-        errors: Errors,
         build: BuildSettings,
         levels: CommitLevels,
         monitor: MonitorPolicy,
@@ -203,7 +182,6 @@ class Deployments:
         self.bus = bus
         self.backend = backend
         self.reservations = reservations
-        self.errors = errors
         self.build = build
         self.levels = levels
         self.monitor = monitor
@@ -338,10 +316,10 @@ class Deployments:
             status = await self.backend.lease_status(
                 lease_id, record.services(), self.build.public_hostname
             )
-        except self.errors.not_found:
+        except LeaseNotFound:
             await msg.reply(_not_found(lease_id, f"lease {lease_id} is not deployed yet"))
             return
-        except self.errors.unavailable as exc:
+        except Unavailable as exc:
             await msg.reply(
                 LeaseQueryFailed(lease_id=lease_id, code="unavailable", message=str(exc))
             )
@@ -576,7 +554,7 @@ class Deployments:
 
     async def deploy(self, record: LeaseRecord) -> None:
         version, started = record.version, time.monotonic()
-        refused: tuple[type[BaseException], ...] = (Rejected, ValueError, *self.errors.rejected)
+        refused: tuple[type[BaseException], ...] = (Rejected, ValueError)
         try:
             claimed, withheld, endpoints, kept = await self._claim_names(record)
             params = self._params(record, await self.reservations.refresh())
@@ -587,7 +565,7 @@ class Deployments:
             if _may_have_stale_objects(record, *names):
                 keep = {(o["kind"], o["metadata"]["name"]) for o in objects}
                 pruned = await self.backend.prune(record.lease_id, keep)
-        except self.errors.unavailable as exc:
+        except Unavailable as exc:
             metrics.DEPLOYMENT.labels("deploy", "unavailable").inc()
             await self._deploy_failed(record, f"Kubernetes unavailable: {exc}", judge=False)
             return
@@ -678,10 +656,10 @@ class Deployments:
             failing = (
                 {} if _healthy(record, status) else await self.backend.pods_failing(record.lease_id)
             )
-        except self.errors.not_found:
+        except LeaseNotFound:
             await self._objects_lost(record)
             return
-        except self.errors.unavailable as exc:
+        except Unavailable as exc:
             metrics.MONITOR.labels("err").inc()
             log.warning(
                 "lease %s: health unknown, Kubernetes unavailable (%s); not judged",
@@ -780,7 +758,7 @@ class Deployments:
         lease_id = record.lease_id
         try:
             await self.backend.teardown(lease_id)
-        except self.errors.unavailable as exc:
+        except Unavailable as exc:
             metrics.DEPLOYMENT.labels("teardown", "unavailable").inc()
             retries = record.retries + 1
             log.warning("lease %s: teardown waits for Kubernetes (%s)", lease_id, exc)

@@ -3,10 +3,14 @@
     ClusterError
     ├── InventoryFileError   the null backend's nodes file is missing or wrong (exit 2 at start)
     ├── NoInventory          no inventory yet (kube still listing): commands are retried later
-    ├── KubeUnavailable      (adapters.kube_deploy) the API server cannot be reached, 5xx,
-    │                        timeouts, our own credentials refused: nothing can be judged now
-    ├── KubeRejected         (adapters.kube_deploy) an object refused (4xx): names it and why
-    └── LeaseNotFound        (adapters.kube_deploy) no namespace or Manifest for the lease
+    ├── Unavailable          the cluster cannot be reached or cannot answer now (5xx,
+    │                        timeouts, our own credentials refused): nothing can be judged now
+    ├── Rejected             a lease's objects refused (a 4xx, a hostname or endpoint already
+    │                        claimed): names what and why
+    └── LeaseNotFound        no namespace or Manifest for the lease
+
+The deployment backends raise these at their boundary (the kube adapter translates every
+Kubernetes answer into one), so the deployments never see an adapter's own exceptions.
 
 ``NoInventory`` is an :class:`akbus.RetryableError`, so a command that arrives before the
 first inventory stays pending and is handled once there is one.
@@ -27,3 +31,15 @@ class InventoryFileError(ClusterError):
 
 class NoInventory(ClusterError, RetryableError):
     """The inventory backend has not produced an inventory yet."""
+
+
+class Unavailable(ClusterError):
+    """The cluster cannot be reached or cannot answer now: nothing can be judged."""
+
+
+class Rejected(ClusterError):
+    """A lease's objects were refused; the message names what and why."""
+
+
+class LeaseNotFound(ClusterError):
+    """The lease's namespace or Manifest resource is not in the cluster."""

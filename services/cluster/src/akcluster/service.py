@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from akbus import ConnectionLost
 from akcluster import metrics
 from akcluster.adapters.null import load_inventory
-from akcluster.deployments import Backend, Deployments, Errors, MonitorPolicy
+from akcluster.deployments import Backend, Deployments, MonitorPolicy
 from akcluster.domain.inventory import GPUModel, Inventory, from_operator
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
-from akcluster.errors import InventoryFileError
-from akcluster.handlers import Reservations
+from akcluster.errors import InventoryFileError, Unavailable
+from akcluster.reservations import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import GC_THRESHOLDS
@@ -250,7 +250,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
 
         pool = IPPool(settings.cluster_ip_operator, offer)
         rt.supervise(pool.run(settings.cluster_ip_operator_interval), "ip-pool")
-    backend, errors = _deployment_backend(settings)
+    backend = _deployment_backend(settings)
     kube_version: dict[str, str] = {}
     if settings.cluster_backend == "kube":
         await rt.wait_for("the akash.network resources", lambda: backend.install(crds()))
@@ -259,7 +259,6 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         rt.bus,
         backend,
         res,
-        errors=errors,
         build=build_settings(settings),
         levels=res.levels,
         monitor=MonitorPolicy(
@@ -276,7 +275,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     counts = await rt.wait_for(
         "the leases held by the cluster",
         deployments.recover,
-        retry_on=(ConnectionLost, *errors.unavailable),
+        retry_on=(ConnectionLost, Unavailable),
     )
     log.info(
         "recovered %d lease(s) unchanged, %d to deploy again, %d queued; adopted %d from "
@@ -338,31 +337,18 @@ def commit_levels(settings: ClusterSettings) -> CommitLevels:
     )
 
 
-def _deployment_backend(settings: ClusterSettings) -> tuple[Backend, Errors]:
+def _deployment_backend(settings: ClusterSettings) -> Backend:
     if settings.cluster_backend == "null":
         from akcluster.adapters.null_deploy import NullDeployments  # noqa: PLC0415
 
-        never = (_Never,)
-        return NullDeployments(), Errors(unavailable=never, rejected=never, not_found=never)
-    from akcluster.adapters.kube_deploy import (  # noqa: PLC0415 - only for kube
-        KubeDeployments,
-        KubeRejected,
-        KubeUnavailable,
-        LeaseNotFound,
-    )
+        return NullDeployments()
+    from akcluster.adapters.kube_deploy import KubeDeployments  # noqa: PLC0415 - only for kube
 
-    backend = KubeDeployments.from_kubeconfig(
+    return KubeDeployments.from_kubeconfig(
         settings.kubeconfig,
         manifest_namespace=settings.k8s_manifest_ns,
         ingresses=not settings.cluster_hostname_operator,
     )
-    return backend, Errors(
-        unavailable=(KubeUnavailable,), rejected=(KubeRejected,), not_found=(LeaseNotFound,)
-    )
-
-
-class _Never(Exception):
-    """Raised by nothing: the null backend cannot be unavailable."""
 
 
 SPEC = ServiceSpec(

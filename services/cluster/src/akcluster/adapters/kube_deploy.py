@@ -19,11 +19,12 @@ an object is read, created when missing, and replaced only when what it says dif
 - a Service keeps the addresses and node ports the server assigned (Akash does the same).
 
 A 409 (created or changed meanwhile) means reading again and deciding again; that is the
-only retry here, the caller owns every other. Errors are translated at this boundary:
+only retry here, the caller owns every other. Errors are translated at this boundary into
+the service's own (:mod:`akcluster.errors`):
 
-- :class:`KubeUnavailable`: unreachable, timed out, 5xx, 429, 401/403 (the provider's own
+- :class:`Unavailable`: unreachable, timed out, 5xx, 429, 401/403 (the provider's own
   credentials or a namespace being deleted): nothing can be judged now;
-- :class:`KubeRejected`: any other 4xx on a write, naming the object and the server's
+- :class:`Rejected`: any other 4xx on a write, naming the object and the server's
   reason: the object cannot be applied as it is;
 - :class:`LeaseNotFound`: the lease's namespace or Manifest resource is not there.
 """
@@ -64,19 +65,12 @@ from akcluster.adapters.null_deploy import (
     ingress_routes,
 )
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE, SERVICE_TARGET
-from akcluster.errors import ClusterError
+from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from aktypes.events import ServiceStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
-__all__ = [
-    "APPLIED",
-    "KubeDeployments",
-    "KubeRejected",
-    "KubeUnavailable",
-    "LeaseNotFound",
-    "LeaseStatus",
-]
+__all__ = ["APPLIED", "KubeDeployments", "LeaseStatus"]
 
 log = logging.getLogger("akcluster.kube_deploy")
 
@@ -89,18 +83,6 @@ _PAGE = 500
 _RETRIES = Retry(
     total=1, connect=1, read=0, status=0, other=0, redirect=False, raise_on_status=False
 )
-
-
-class KubeUnavailable(ClusterError):
-    """Kubernetes cannot be reached or cannot answer now: nothing can be judged."""
-
-
-class KubeRejected(ClusterError):
-    """Kubernetes refused an object (a 4xx); the message names the object and why."""
-
-
-class LeaseNotFound(ClusterError):
-    """The lease's namespace or Manifest resource is not in the cluster."""
 
 
 class _Answer(Exception):
@@ -340,7 +322,7 @@ class KubeDeployments:
         name, namespace = str(meta["name"]), meta.get("namespace")
         what = _describe(resource.kind, namespace, name)
         if resource.namespaced and not namespace:
-            raise KubeRejected(f"{what}: no namespace")
+            raise Rejected(f"{what}: no namespace")
         stamp = fingerprint(desired)
         for _ in range(_CONFLICT_ATTEMPTS):
             current = await self._get(resource, name, namespace)
@@ -352,7 +334,7 @@ class KubeDeployments:
                     log.debug("created %s", what)
                     return 1
                 if (current.get("metadata") or {}).get("deletionTimestamp"):
-                    raise KubeUnavailable(f"{what} is being deleted")
+                    raise Unavailable(f"{what} is being deleted")
                 if up_to_date(current, desired, stamp):
                     return 0
                 body = merged(current, desired, stamp)
@@ -363,7 +345,7 @@ class KubeDeployments:
                 if exc.status not in (404, 409):  # 409/404: changed or gone meanwhile
                     raise _failure(exc, what) from None
                 log.debug("%s changed meanwhile (%s); reading it again", what, exc)
-        raise KubeUnavailable(f"{what}: still conflicting after {_CONFLICT_ATTEMPTS} attempts")
+        raise Unavailable(f"{what}: still conflicting after {_CONFLICT_ATTEMPTS} attempts")
 
     async def _established(self, name: str) -> None:
         """Wait (at most a request timeout) until the CRD ``name`` is served."""
@@ -377,7 +359,7 @@ class KubeDeployments:
             ):
                 return
             if time.monotonic() > deadline:
-                raise KubeUnavailable(f"CustomResourceDefinition {name} is not established")
+                raise Unavailable(f"CustomResourceDefinition {name} is not established")
             await asyncio.sleep(0.1)
 
     # -- requests -----------------------------------------------------------------------
@@ -402,7 +384,7 @@ class KubeDeployments:
     async def _require(self, api_version: str, kind: str) -> _Resource:
         resource = await self._resource(api_version, kind)
         if resource is None:
-            raise KubeUnavailable(f"the API server does not serve {kind} ({api_version})")
+            raise Unavailable(f"the API server does not serve {kind} ({api_version})")
         return resource
 
     async def _get(
@@ -460,7 +442,7 @@ class KubeDeployments:
         self, method: str, path: str, *, query: Sequence[tuple[str, Any]] = (), body: Any = None
     ) -> Obj:
         """One request, on a worker thread; :class:`_Answer` for a status other than 2xx,
-        :class:`KubeUnavailable` when there is no answer (in time)."""
+        :class:`Unavailable` when there is no answer (in time)."""
         timeout = self.request_timeout_s
         try:
             async with asyncio.timeout(timeout + 1.0):  # the thread's own timeout, and a margin
@@ -468,9 +450,9 @@ class KubeDeployments:
         except _Answer:
             raise
         except TimeoutError:
-            raise KubeUnavailable(f"{method} {path}: no answer within {timeout:g}s") from None
+            raise Unavailable(f"{method} {path}: no answer within {timeout:g}s") from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubeUnavailable(f"{method} {path}: {_cause(exc)}") from None
+            raise Unavailable(f"{method} {path}: {_cause(exc)}") from None
 
     def _blocking(self, method: str, path: str, query: Sequence[tuple[str, Any]], body: Any) -> Obj:
         api = self.api_client
@@ -511,11 +493,11 @@ def _answer(status: int, reason: str, data: bytes) -> _Answer:
     return _Answer(status, reason, message)
 
 
-def _failure(exc: _Answer, what: str) -> KubeUnavailable | KubeRejected:
+def _failure(exc: _Answer, what: str) -> Unavailable | Rejected:
     """What an answer means for the caller: the server cannot now, or the object is refused."""
     if exc.status >= 500 or exc.status in (401, 403, 404, 408, 409, 410, 429):
-        return KubeUnavailable(f"{what}: {exc}")
-    return KubeRejected(f"{what}: {exc}")
+        return Unavailable(f"{what}: {exc}")
+    return Rejected(f"{what}: {exc}")
 
 
 def _cause(exc: BaseException) -> str:
