@@ -44,7 +44,7 @@ def _service(envelope: Envelope[Any] | None, now: dt.datetime) -> dict[str, Any]
     payload = envelope.payload
     figures = payload.model_dump(mode="json", exclude={"type", "nodes", "active", "pending"})
     if isinstance(payload, OperatorStatus):  # what it manages, counted by state
-        figures = {**payload.figures, "last_error": payload.last_error}
+        figures = {**(payload.figures or {"managed": 0}), "last_error": payload.last_error}
     return {
         "state": "stale" if age > STALE_S else "ok",
         "age_s": round(age, 1),
