@@ -104,7 +104,7 @@ async def test_a_status_is_published_on_each_wake_and_none_is_nothing(
         assert await bus.status("bidengine") is None  # the first turn had nothing to say
         for count in (1, 2):
             request = urllib.request.Request(poke, method="POST")
-            answer = await asyncio.to_thread(lambda r=request: urllib.request.urlopen(r).read())  # noqa: S310
+            answer = await asyncio.to_thread(lambda r=request: urllib.request.urlopen(r).read())  # noqa: S310 - local
             assert json.loads(answer) == {"pokes": count}
             latest = await eventually(
                 lambda: bus.status("bidengine"),

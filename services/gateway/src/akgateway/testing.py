@@ -35,7 +35,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from akbus import Bus, Message, RedisSettings, Subscriber
 from akbus.testing import FAST_SETTINGS
-from akgateway.domain.certificates import chain_pubkey_pem
+from akgateway import certcli
+from akgateway.domain.certificates import SERVER_CERT_DAYS, chain_pubkey_pem
+from akgateway.settings import GatewaySettings
+from akservice.settings import env_name
 from akservice.testing import RuntimeProcess, free_port
 from aktypes.events import (
     GetLeaseManifest,
@@ -108,16 +111,8 @@ class GatewayProcess(RuntimeProcess):
         """What ``cert generate`` then ``cert publish`` do, with this gateway's settings, in
         this process (the commands themselves are tested as commands): the provider's
         certificate made and on chain, through the chain relay."""
-        from akgateway import certcli  # noqa: PLC0415 - the command's code, only here
-        from akgateway.domain.certificates import SERVER_CERT_DAYS  # noqa: PLC0415
-        from akgateway.settings import GatewaySettings  # noqa: PLC0415
-
-        prefix = str(GatewaySettings.model_config.get("env_prefix", ""))
-        given = {
-            name: self.env[f"{prefix}{name}".upper()]
-            for name in GatewaySettings.model_fields
-            if f"{prefix}{name}".upper() in self.env
-        }
+        names = {field: env_name(GatewaySettings, field) for field in GatewaySettings.model_fields}
+        given = {field: self.env[name] for field, name in names.items() if name in self.env}
         settings = GatewaySettings.model_validate(given)  # these values alone, not os.environ
 
         async def run() -> None:
