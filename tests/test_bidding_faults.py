@@ -187,7 +187,10 @@ async def test_bid_engine_killed_mid_burst_bids_on_every_order_exactly_once(
 async def test_deadlines_that_pass_while_the_bid_engine_is_down_are_honoured_after_restart(
     provider: Provider, chain: DevnetClients, bus: Bus
 ) -> None:
-    provider.bidengine_env = {"AP_BID_TIMEOUT": "10s"}
+    # the bid engine is down from just after the second bid until past the first deadline,
+    # and must be back before the second: a restart may take up to the gap between them
+    gap = 9.0
+    provider.bidengine_env = {"AP_BID_TIMEOUT": "14s"}
     provider.start()
     tenant = chain.tenant("tenant-1")
     me = chain.wallet("provider").address
@@ -200,11 +203,12 @@ async def test_deadlines_that_pass_while_the_bid_engine_is_down_are_honoured_aft
 
     early = await tenant.deploy(sdl())
     early_deadline = await eventually(lambda: placed(early), timeout_s=20, what="first bid")
-    await asyncio.sleep(5.0)  # the second bid's deadline comes a few seconds later
+    await asyncio.sleep(gap)  # the second bid's deadline comes that much later
     late = await tenant.deploy(sdl())
     late_deadline = await eventually(lambda: placed(late), timeout_s=20, what="second bid")
-    assert late_deadline - early_deadline > 4.5
+    assert late_deadline - early_deadline > gap - 0.5
     provider.bidengine.kill()
+    assert time.time() < early_deadline, "placing the second bid took too long"
 
     # down past the first deadline (and not past the second)
     await asyncio.sleep(max(early_deadline + 0.5 - time.time(), 0))

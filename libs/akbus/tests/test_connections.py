@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from pydantic import ValidationError
 
 from akbus import Bus, ConnectionLost, RedisSettings
-from akbus.embedded import EmbeddedRedis, stop_shared_server
+from akbus.embedded import EmbeddedRedis, free_port, stop_shared_server
 from akbus.settings import parse_sentinel, redact
 from akbus.testing import eventually_sync
 from aktypes.events import BidEngineStatus
@@ -235,3 +235,17 @@ async def test_an_empty_url_means_the_shared_embedded_server(
         await second.close()
         assert stop_shared_server(folder)
     assert not stop_shared_server(folder)
+
+
+def test_parallel_test_workers_draw_ports_from_disjoint_stripes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    for worker in range(3):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+        ports = [free_port() for _ in range(20)]
+        assert {port % 3 for port in ports} == {worker}
+        assert len(set(ports)) == 20
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    assert len({free_port() % 3 for _ in range(30)}) > 1

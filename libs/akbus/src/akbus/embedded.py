@@ -62,20 +62,34 @@ _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _handed_out: set[int] = set()
 
 
+def _worker_stripe() -> tuple[int, int]:
+    """This process's test worker and how many there are: (0, 1) outside pytest-xdist."""
+    try:
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    except ValueError:
+        return 0, 1
+    return (worker % workers, workers) if workers > 0 else (0, 1)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now, and that stays free until
     someone binds it: it is taken below the kernel's ephemeral range, which outgoing
     connections draw their local ports from, and never handed out twice by this process.
     (A port the kernel picks for ``bind(0)`` lies inside that range, and a busy test run
-    can connect from it before the server that was meant to listen on it starts.)"""
+    can connect from it before the server that was meant to listen on it starts.)
+    Parallel test workers (pytest-xdist's ``PYTEST_XDIST_WORKER``) draw from disjoint
+    residues, so two workers never pick the same port before either has bound it."""
     try:
         low = int(_EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
+    worker, workers = _worker_stripe()
     rng = random.Random()  # noqa: S311 - picking a port, not a secret
     for _ in range(200):
         port = rng.randrange(max(1024, low - 16384), low)
-        if port in _handed_out:
+        port -= (port - worker) % workers
+        if port < 1024 or port in _handed_out:
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             try:
