@@ -21,6 +21,7 @@ WORKDIR /src
 COPY pyproject.toml uv.lock README.md ./
 COPY libs libs
 COPY services services
+COPY simulators simulators
 COPY cli cli
 ENV UV_PYTHON_DOWNLOADS=never UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 \
     UV_PROJECT_ENVIRONMENT=/opt/venv

@@ -33,7 +33,7 @@ DASHBOARD_PORT = 8446
 GRPC_PORT = 8444
 ROOT = Path(__file__).resolve().parents[3]  # the repository (the workspace is installed editable)
 TEMPLATES = ROOT / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
-KUBESIM_NODES = ROOT / "libs" / "kubesim" / "examples" / "nodes.yaml"
+KUBESIM_NODES = ROOT / "simulators" / "kubesim" / "examples" / "nodes.yaml"
 PRICES = {  # per block, in the order's denomination; the templates offer 1 000–100 000
     "AP_BID_PRICE_CPU_SCALE": "0.001",
     "AP_BID_PRICE_MEMORY_SCALE": "0.01",
