@@ -18,8 +18,8 @@ from akchain.keys import Signer
 from akchain.lcd import LCDClient
 from akchain.rpc import RPCClient
 from akchainsvc import metrics
-from akchainsvc.ingest import EventRelay
-from akchainsvc.pipeline import TxPipeline
+from akchainsvc.adapters.ingest import EventRelay
+from akchainsvc.handlers import TxPipeline
 from akchainsvc.settings import ChainSettings
 from akservice import Runtime, ServiceSpec
 from aktypes.events import BroadcastTx, ChainStatus

@@ -18,7 +18,7 @@ from akbus.retry import until_reachable
 from akchain.events import Backoff, BlockFollower
 from akchain.rpc import RPCClient
 from akchainsvc import metrics
-from akchainsvc.domain import concerns
+from akchainsvc.domain.events import concerns
 from aktypes.events.chain import ChainEvent
 from aktypes.events.streams import CHAIN_EVENTS
 

@@ -37,11 +37,13 @@ from akchain.models import TxResult
 from akchain.rpc import RPCClient
 from akchain.tx import Fee, sign_tx, tx_hash
 from akchainsvc import metrics
-from akchainsvc.domain import Verdict, verdict
+from akchainsvc.adapters.account import Account
+from akchainsvc.domain.verdicts import Verdict, verdict
+from akchainsvc.errors import Refused
 from aktypes.events import BroadcastTx, TxCommitted, TxFailed
 from aktypes.events.streams import CHAIN_RESULTS
 
-log = logging.getLogger("akchainsvc.pipeline")
+log = logging.getLogger("akchainsvc.handlers")
 
 RECORD_TTL_S = 7 * 24 * 3600
 LOCAL_CODESPACE = "akchainsvc"  # failures decided here, before anything reached the chain
@@ -55,10 +57,6 @@ def claim_mark(key: str) -> str:
     return f"akchainsvc:claim:{key}"
 
 
-class Refused(Exception):
-    """The command cannot become a transaction of this account."""
-
-
 @dataclass
 class Job:
     """One command on its way to the chain."""
@@ -69,36 +67,6 @@ class Job:
     gas_scale: float
     raw: bytes | None
     sequence: int
-
-
-class Account:
-    """The provider account's number and next sequence, shared by every transaction."""
-
-    def __init__(self, lcd: LCDClient, address: str) -> None:
-        self.lcd = lcd
-        self.address = address
-        self.number: int | None = None
-        self.next_sequence = 0
-        self.lock = asyncio.Lock()
-
-    async def load(self) -> None:
-        account = await self.lcd.account(self.address)
-        self.number, self.next_sequence = account.account_number, account.sequence
-
-    async def resync(self) -> None:
-        """Re-read the sequence from the node (takes the signing lock)."""
-        async with self.lock:
-            await self.resync_locked()
-
-    async def resync_locked(self, expected: int | None = None) -> None:
-        """Adopt ``expected`` (from a mismatch error) or the node's sequence; lock held."""
-        before = self.next_sequence
-        if expected is not None and self.number is not None:
-            self.next_sequence = expected
-        else:
-            await self.load()
-        metrics.SEQUENCE_RESYNCS.inc()
-        log.info("account sequence re-synced: %d -> %d", before, self.next_sequence)
 
 
 class TxPipeline:

@@ -1,10 +1,6 @@
-"""Pure rules of the relay: which chain events concern this provider, and what a chain
-error code means for a transaction (retry with a fresh sequence, more gas, or give up).
-"""
+"""Which chain events concern this provider: the relay publishes those."""
 
 from __future__ import annotations
-
-from enum import Enum
 
 from aktypes.events import chain as ev
 
@@ -37,24 +33,3 @@ def concerns(event: ev.ChainEvent, provider: str) -> bool:
     if isinstance(event, ev.ProviderUpdated | ev.AuditorAttributesChanged):
         return event.owner == provider
     return False
-
-
-class Verdict(Enum):
-    """What to do after the chain answered a transaction with an error code."""
-
-    RESIGN = "resign"  # the sequence moved on: sign again with a fresh one
-    MORE_GAS = "more_gas"  # out of gas: sign again with a higher limit
-    WAIT = "wait"  # already in the mempool: wait for it
-    RETRY = "retry"  # the node is busy (mempool full): try the same bytes later
-    FAIL = "fail"  # the chain refused the messages themselves: report it
-
-
-def verdict(code: int, codespace: str) -> Verdict:
-    if codespace not in ("", "sdk"):
-        return Verdict.FAIL
-    return {
-        32: Verdict.RESIGN,  # account sequence mismatch
-        11: Verdict.MORE_GAS,  # out of gas
-        19: Verdict.WAIT,  # tx already in the mempool cache
-        20: Verdict.RETRY,  # mempool is full
-    }.get(code, Verdict.FAIL)

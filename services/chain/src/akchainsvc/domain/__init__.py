@@ -1,0 +1,1 @@
+"""The relay's pure rules: which events concern the provider, what chain errors mean."""
