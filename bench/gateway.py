@@ -52,7 +52,7 @@ import uvicorn
 from akbus.embedded import EmbeddedRedis, free_port
 from akcli.testing import Provider, certified, flow, sdl
 from akdevnet.testing import DevnetProcess
-from akgateway.tls import server_context
+from akgateway.adapters.tls import server_context
 
 HEY_WORKERS = 10
 

@@ -29,7 +29,7 @@ from akchain.errors import BadResponse, NotFound
 from akchain.keys import Signer
 from akchain.lcd import LCDClient
 from akgateway._pb.akash.provider.lease.v1 import lease_pb2, lease_pb2_grpc
-from akgateway.app import Unexpected
+from akgateway.api.app import Unexpected
 from akgateway.testing import Answer, make_certificate
 from akservice.testing import eventually_sync
 from aktypes.events import LeaseManifestReport, LeaseStatusReport, ServiceStatus
@@ -464,7 +464,7 @@ def test_fuzzed_requests_get_no_5xx_and_at_most_one_log_line(stack: Any, signer:
     others = [
         line
         for line in lines
-        if not (_access(line) or line.get("logger") == "akgateway.tls")
+        if not (_access(line) or line.get("logger") == "akgateway.adapters.tls")
         or line.get("level") != "info"
         or "exception" in line
     ]

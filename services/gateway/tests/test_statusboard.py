@@ -12,7 +12,7 @@ import pytest
 
 from akbus import Bus, RedisSettings
 from akbus.testing import eventually
-from akgateway.statusboard import StatusBoard, status_fast_path
+from akgateway.handlers import StatusBoard, status_fast_path
 from aktypes.events import BidEngineStatus, Envelope, ManifestStatus
 
 SERVICES = ("bidengine", "manifest")

@@ -39,7 +39,7 @@ from akgateway.domain.certificates import (
     make_server_certificate,
     read_provider_pem,
 )
-from akgateway.errors import CertificateFileError, ChainUnavailable
+from akgateway.errors import CertificateFileError, ChainUnavailable, CommandFailed
 from akgateway.settings import GatewaySettings
 from akservice.settings import SettingsError, load_config, runtime_settings
 from aktypes.events import (
@@ -53,10 +53,6 @@ from aktypes.events.streams import CHAIN_RESULTS, CHAIN_TX
 
 PROG = "python -m akgateway cert"
 ADDRESS_WAIT_S = 10.0
-
-
-class CommandFailed(Exception):
-    """The command cannot do its job; the message is one line for the operator."""
 
 
 def _say(message: str, *, err: bool = False) -> None:

@@ -2,6 +2,8 @@
 
 GatewayError
  ├── CertificateFileError   the provider's certificate file is missing or unusable (fatal)
+ ├── CommandFailed          a certificate command cannot do its job (one line, exit 1)
+ ├── DashboardDenied        no or a wrong dashboard token (a login page)
  ├── ChainUnavailable       the node's REST API did not answer (retry; 503 to a tenant)
  ├── CertificateRefused     a client certificate is not acceptable (401 with the reason)
  └── ApiError               an answer to a request: status + message
@@ -11,13 +13,17 @@ GatewayError
       ├── NotFound          404  unknown route, lease, deployment or service
       ├── PayloadTooLarge   413  body over AP_GATEWAY_MAX_BODY
       ├── Unprocessable     422  a manifest the provider refuses
+      ├── TooManyRequests   429  a tenant over its websockets or shells
       ├── Internal          500  a reply the gateway cannot map
       └── Unavailable       503  a service, the bus or the chain did not answer
+BodyTooLarge: a body found over its limit while it is read (413, the connection closed)
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
+
+from fastapi import HTTPException
 
 
 class GatewayError(Exception):
@@ -26,6 +32,14 @@ class GatewayError(Exception):
 
 class CertificateFileError(GatewayError):
     """The provider's certificate cannot be used; the message says which command fixes it."""
+
+
+class CommandFailed(GatewayError):
+    """A certificate command cannot do its job; the message is one line for the operator."""
+
+
+class DashboardDenied(GatewayError):
+    """The dashboard was asked for without its token, or with a wrong one."""
 
 
 class ChainUnavailable(GatewayError):
@@ -68,9 +82,25 @@ class Unprocessable(ApiError):
     status = 422
 
 
+class TooManyRequests(ApiError):
+    status = 429
+
+
 class Internal(ApiError):
     status = 500
 
 
 class Unavailable(ApiError):
     status = 503
+
+
+class BodyTooLarge(HTTPException):
+    """A body found over its limit while it is read (an HTTPException: FastAPI lets those
+    through its body parsing); the answer closes the connection."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, too_large(limit), headers={"connection": "close"})
+
+
+def too_large(limit: int) -> str:
+    return f"the request body is over the limit of {limit} bytes"

@@ -1,5 +1,5 @@
 """The gateway process: Akash's tenant REST API over mTLS, on the service runtime, and the
-operator's dashboard and the gRPC API (:mod:`akgateway.rpc`) on listeners of their own.
+operator's dashboard and the gRPC API (:mod:`akgateway.api.rpc`) on listeners of their own.
 
 Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain relay's
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
@@ -19,21 +19,21 @@ import ssl
 
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
+from akgateway.adapters.grpcfront import GRPCFront, PeerCertificates
 from akgateway.adapters.kube import LeaseCluster, api_client
-from akgateway.app import create_app
+from akgateway.adapters.server import HTTPServer, bind
+from akgateway.adapters.tls import TrustedCertificates, server_context
+from akgateway.api.app import create_app
+from akgateway.api.context import Gateway
+from akgateway.api.dashboard import DashboardFeed, create_dashboard
+from akgateway.api.limits import InputRate, TenantSlots, body_limit, route_limit
+from akgateway.api.rpc import RPCServer
 from akgateway.buildinfo import build_info
-from akgateway.context import Gateway
-from akgateway.dashboard import DashboardFeed, create_dashboard
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
-from akgateway.grpcfront import GRPCFront, PeerCertificates
-from akgateway.limits import InputRate, TenantSlots, body_limit, route_limit
-from akgateway.rpc import RPCServer
-from akgateway.server import HTTPServer, bind
+from akgateway.handlers import StatusBoard, status_fast_path
 from akgateway.settings import GatewaySettings
-from akgateway.statusboard import StatusBoard, status_fast_path
-from akgateway.tls import TrustedCertificates, server_context
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import version_of
 from aktypes.events import GatewayStatus
@@ -139,7 +139,7 @@ async def start_rpc(
     rt: Runtime[GatewaySettings], gateway: Gateway, context: ssl.SSLContext
 ) -> None:
     """The gRPC API on its own port, if one is configured: grpcio on loopback behind the
-    tenant API's TLS (:mod:`akgateway.grpcfront`)."""
+    tenant API's TLS (:mod:`akgateway.adapters.grpcfront`)."""
     where = rt.settings.grpc_listen()
     if where is None:
         return

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from akgateway.limits import Timeouts
+from akgateway.api.limits import Timeouts
 from akservice import Duration
 from akservice.settings import listen_address
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from akgateway.limits import InputRate, TenantSlots, TooManyRequests, route_limit
-from akgateway.server import redacted
+from akgateway.adapters.server import redacted
+from akgateway.api.limits import InputRate, TenantSlots, route_limit
+from akgateway.errors import TooManyRequests
 
 
 def test_the_manifest_route_has_its_own_limit() -> None:

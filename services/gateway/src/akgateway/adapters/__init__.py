@@ -1,1 +1,2 @@
-"""The gateway's I/O beyond the bus: the node's REST API."""
+"""The gateway's I/O: the node's REST API, the cluster's pods, and its own listeners
+(uvicorn, the gRPC relay, TLS)."""

@@ -3,7 +3,7 @@ what makes a client certificate authenticate a tenant (Akash's ``gateway/rest/au
 
 A tenant is authenticated by a certificate it published on chain: self-signed, common name
 = its ``akash1…`` address. The TLS layer only proves the client holds the key of a
-certificate that chains to *some* on-chain certificate (:mod:`akgateway.tls`); here the
+certificate that chains to *some* on-chain certificate (:mod:`akgateway.adapters.tls`); here the
 presented certificate must be *byte for byte* the one its owner published, still ``valid``
 (not revoked), within its dates, and fit for client authentication. Byte equality, not just
 owner + serial as in Akash, because serials are public: a tenant whose own on-chain

@@ -9,8 +9,8 @@ handler, the logs and the metrics all see the same value. Akash's clients write 
 with Go's ``strconv.FormatUint``, which never writes a leading zero (Go's ``ParseUint``
 would read ``01``; this gateway refuses it: canonical is the point).
 
-Pure: no I/O. The REST routes (:mod:`akgateway.routes`, through :data:`Digits` in their
-path types), the authorization dependency (:func:`akgateway.auth.scoped`), the websockets
+Pure: no I/O. The REST routes (:mod:`akgateway.api.routes`, through :data:`Digits` in their
+path types), the authorization dependency (:func:`akgateway.api.auth.scoped`), the websockets
 and their query parameters (:mod:`akgateway.domain.streams`) all read numbers here.
 """
 

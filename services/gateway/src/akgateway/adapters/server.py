@@ -12,7 +12,7 @@ a graceful stop when the runtime stops.
   public needs: a refused handshake is one log line saying why (the client certificate's
   problem, or OpenSSL's reason) and a metric, and the TLS alert OpenSSL wrote is sent before
   the connection closes (asyncio drops it).
-- Every connection runs against the clock (:class:`akgateway.limits.Timeouts`): the TLS
+- Every connection runs against the clock (:class:`akgateway.api.limits.Timeouts`): the TLS
   handshake, a request's headers, its body, and the idle time between requests; a
   connection that stalls or goes quiet is closed, so idle or slow clients hold no sockets.
 - Access lines (uvicorn's, for requests and websockets) name the query's parameters but
@@ -41,14 +41,14 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from akgateway import metrics
-from akgateway.limits import Timeouts
+from akgateway.api.limits import Timeouts
 from akservice import StartupError
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
     from uvicorn._types import ASGI3Application
 
-log = logging.getLogger("akgateway.server")
+log = logging.getLogger("akgateway.adapters.server")
 
 
 def tls_extension(ssl_object: ssl.SSLObject) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def with_tls(app: ASGIApp, tls: dict[str, Any]) -> ASGIApp:
 
 class TLSH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, with the connection's TLS details in every request's scope,
-    and its clocks (:class:`akgateway.limits.Timeouts`): a request's headers must arrive
+    and its clocks (:class:`akgateway.api.limits.Timeouts`): a request's headers must arrive
     within ``headers`` of its first byte (or of the connection's start), its body within
     ``body`` of its headers, and a kept-alive connection may sit idle for ``idle``."""
 

@@ -5,12 +5,12 @@ grpcio can request a client certificate only by requiring one, and then checks i
 own TLS library: the public status would be closed to clients without a certificate, and
 Akash's certificates (``keyUsage`` without ``digitalSignature``) refused. So the gRPC
 listener is a relay: :class:`GRPCFront` does the TLS handshake exactly as the tenant API
-does (:class:`akgateway.server.TLSConnection`, the on-chain certificates as trust anchors,
+does (:class:`akgateway.adapters.server.TLSConnection`, the on-chain certificates as trust anchors,
 ALPN ``h2``), then copies each connection's decrypted bytes to and from grpcio, which
 listens on loopback without TLS. The relay remembers which client certificate each of its
 loopback connections carries (:class:`PeerCertificates`, by the relay's local address,
 which grpcio reports as the call's peer); a call's certificate is checked as a REST
-request's is (:func:`akgateway.auth.by_certificate`).
+request's is (:func:`akgateway.api.auth.by_certificate`).
 
 The loopback port is not a way around TLS: a connection that does not come from the relay
 carries no certificate, and tokens are bearer credentials on any transport.
@@ -26,9 +26,9 @@ import ssl
 from types import TracebackType
 from typing import Self
 
-from akgateway.server import tls_protocol
+from akgateway.adapters.server import tls_protocol
 
-log = logging.getLogger("akgateway.grpcfront")
+log = logging.getLogger("akgateway.adapters.grpcfront")
 
 CHUNK = 64 * 1024
 
@@ -63,7 +63,7 @@ async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class GRPCFront:
-    """TLS on ``sock`` (from :func:`akgateway.server.bind`) relayed to grpcio on
+    """TLS on ``sock`` (from :func:`akgateway.adapters.server.bind`) relayed to grpcio on
     ``backend`` while the block runs (an async context manager for
     :meth:`akservice.Runtime.resource`)."""
 

@@ -30,7 +30,7 @@ from aktypes.events import Envelope
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-log = logging.getLogger("akgateway.statusboard")
+log = logging.getLogger("akgateway.handlers")
 
 Render = Callable[[Mapping[str, Envelope[Any] | None], dt.datetime], dict[str, Any]]
 

@@ -16,12 +16,12 @@ forwarded ports and leased IPs; ``ServiceLogs`` and ``StreamServiceLogs`` (``log
 Kubernetes through :mod:`akgateway.adapters.kube`, one entry per log line named after its pod.
 
 Served over TLS with the provider's certificate (the tenant API's TLS, relayed to grpcio on
-loopback: :mod:`akgateway.grpcfront`), with server reflection and the standard health
+loopback: :mod:`akgateway.adapters.grpcfront`), with server reflection and the standard health
 service. The status is public, as on REST; every other call needs a tenant, which
 :meth:`Authenticated._identity` (the one place gRPC authenticates) takes from the
 connection's client certificate or from a bearer token in the ``authorization`` metadata,
-checked as REST checks them (:func:`akgateway.auth.by_certificate`,
-:func:`akgateway.auth.by_token`; both at once is ambiguous, as on REST). Errors carry the
+checked as REST checks them (:func:`akgateway.api.auth.by_certificate`,
+:func:`akgateway.api.auth.by_token`; both at once is ambiguous, as on REST). Errors carry the
 status code matching the REST answer (400 → INVALID_ARGUMENT, 401 → UNAUTHENTICATED,
 404 → NOT_FOUND, 503 → UNAVAILABLE, …) and the same message.
 """
@@ -50,16 +50,16 @@ from akgateway._pb.akash.provider.lease.v1 import lease_pb2 as lease
 from akgateway._pb.akash.provider.lease.v1 import lease_pb2_grpc
 from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
+from akgateway.adapters.grpcfront import PeerCertificates
 from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
-from akgateway.auth import Identity, by_certificate, by_token
-from akgateway.context import Gateway
+from akgateway.api.auth import Identity, by_certificate, by_token
+from akgateway.api.context import Gateway
+from akgateway.api.leasepods import merged, running_pods
+from akgateway.api.routes import ask, lease_report, require_services
 from akgateway.domain.answers import checked_manifest, rejection_error
 from akgateway.domain.lease_rpc import lease_of, manifest_from_pb, status_response
 from akgateway.domain.rpc import screening_response, status_message
 from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
-from akgateway.grpcfront import PeerCertificates
-from akgateway.leasepods import merged, running_pods
-from akgateway.routes import ask, lease_report, require_services
 from aktypes.duration import go_duration
 from aktypes.events import (
     BidScreened,
@@ -73,7 +73,7 @@ from aktypes.events import (
 from aktypes.events.streams import BIDENGINE_COMMANDS, CLUSTER_COMMANDS, MANIFEST_COMMANDS
 from aktypes.ids import MAX_UINT64, DeploymentID, LeaseID
 
-log = logging.getLogger("akgateway.rpc")
+log = logging.getLogger("akgateway.api.rpc")
 
 SERVICE = provider.DESCRIPTOR.services_by_name["ProviderRPC"].full_name
 LEASE_SERVICE = lease.DESCRIPTOR.services_by_name["LeaseRPC"].full_name
@@ -469,7 +469,7 @@ def _without_time(message: provider.Status) -> bytes:
 
 class RPCServer:
     """ProviderRPC, LeaseRPC, reflection and health on loopback, without TLS
-    (:mod:`akgateway.grpcfront` is its TLS), while the block runs (an async context manager
+    (:mod:`akgateway.adapters.grpcfront` is its TLS), while the block runs (an async context manager
     for :meth:`akservice.Runtime.resource`); ``port`` once started."""
 
     def __init__(self, gateway: Gateway, peers: PeerCertificates) -> None:

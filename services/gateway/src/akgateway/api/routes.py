@@ -5,7 +5,7 @@ every ID is the tenant, the provider is us; each route checks its scope):
 ``PUT /deployment/{dseq}/manifest`` to the manifest service;
 ``GET /lease/{dseq}/{gseq}/{oseq}/status``, ``…/service/{name}/status``, ``…/manifest``,
 ``POST /hostname/migrate`` and ``/endpoint/migrate`` to the cluster service. Errors are
-``{"message": …}`` (:mod:`akgateway.app`).
+``{"message": …}`` (:mod:`akgateway.api.app`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 from akbus import ConnectionLost, RequestTimeout, UnexpectedReply
 from akchain.jwt import Scope
 from akgateway import metrics
-from akgateway.auth import Identity, Tenant, scoped
+from akgateway.api.auth import Identity, Tenant, scoped
+from akgateway.api.context import Gateway, gateway_of
 from akgateway.buildinfo import build_info
-from akgateway.context import Gateway, gateway_of
 from akgateway.domain.answers import (
     checked_manifest,
     migration_error,
@@ -98,7 +98,7 @@ async def address(gateway: Ctx) -> dict[str, str]:
     responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}},
 )
 async def status(gateway: Ctx) -> Response:
-    """Served from memory by :func:`akgateway.statusboard.status_fast_path` once the status
+    """Served from memory by :func:`akgateway.handlers.status_fast_path` once the status
     board has read the statuses; here before that."""
     if not gateway.board.ready.is_set():
         raise Unavailable("the statuses are being read from the bus")

@@ -10,9 +10,9 @@ from fastapi import Request
 from akbus import Bus
 from akgateway.adapters.chain import AccountKeys, CertificateLookup
 from akgateway.adapters.kube import LeaseCluster
-from akgateway.limits import InputRate, TenantSlots
+from akgateway.api.limits import InputRate, TenantSlots
+from akgateway.handlers import StatusBoard
 from akgateway.settings import GatewaySettings
-from akgateway.statusboard import StatusBoard
 
 
 @dataclass(frozen=True)

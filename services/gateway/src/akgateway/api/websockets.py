@@ -4,7 +4,7 @@ Credentials and scope are checked before the upgrade: a refusal is an ordinary H
 (``{"message": …}``, 400/401/403/503), as on every other route. After the upgrade, a lease
 that is not deployed here closes with 4001, Kubernetes out of reach with 4002, anything else
 with 4000. Pings go out every 10 s and a connection without a pong for 15 s is dropped
-(:mod:`akgateway.server`). The streams come from :mod:`akgateway.adapters.kube`, whose
+(:mod:`akgateway.adapters.server`). The streams come from :mod:`akgateway.adapters.kube`, whose
 bounded queues carry the tenant's pace back to Kubernetes.
 """
 
@@ -23,17 +23,17 @@ from starlette.websockets import WebSocketState
 from akchain.jwt import Scope
 from akgateway import metrics
 from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
-from akgateway.auth import identify, tenant_of
-from akgateway.context import Gateway
+from akgateway.adapters.server import connection_closed
+from akgateway.api.auth import identify, tenant_of
+from akgateway.api.context import Gateway
+from akgateway.api.leasepods import merged, running_pods
+from akgateway.api.routes import require_services
 from akgateway.domain import streams
 from akgateway.domain.params import lease_numbers
 from akgateway.errors import ApiError, NotFound, Unavailable
-from akgateway.leasepods import merged, running_pods
-from akgateway.routes import require_services
-from akgateway.server import connection_closed
 from aktypes.ids import LeaseID
 
-log = logging.getLogger("akgateway.websockets")
+log = logging.getLogger("akgateway.api.websockets")
 router = APIRouter()
 LEASE = "/lease/{dseq}/{gseq}/{oseq}"
 

@@ -20,10 +20,10 @@ from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from akgateway.context import Gateway
+from akgateway.api.context import Gateway
+from akgateway.api.routes import router
+from akgateway.api.websockets import router as websocket_router
 from akgateway.errors import ApiError
-from akgateway.routes import router
-from akgateway.websockets import router as websocket_router
 
 log = logging.getLogger("akgateway")
 

@@ -3,7 +3,7 @@
 :func:`authenticate` is the FastAPI dependency every tenant route builds on. Two ways in,
 never both (a certificate and a token together are ambiguous: 400):
 
-- a client certificate (the TLS layer put it in the scope, :mod:`akgateway.server`): its
+- a client certificate (the TLS layer put it in the scope, :mod:`akgateway.adapters.server`): its
   common name is the tenant if it is the certificate that account published on chain, not
   revoked, within its dates (:mod:`akgateway.domain.certificates`); it allows everything;
 - ``Authorization: Bearer <JWT>`` (:mod:`akchain.jwt`): signed by the issuer's account key
@@ -27,7 +27,7 @@ from starlette.requests import HTTPConnection
 
 from akchain import jwt
 from akgateway import metrics
-from akgateway.context import Gateway, gateway_of
+from akgateway.api.context import Gateway, gateway_of
 from akgateway.domain.certificates import accept, presented
 from akgateway.domain.params import lease_numbers
 from akgateway.errors import (
@@ -175,7 +175,7 @@ def scoped(scope: jwt.Scope) -> Callable[..., Awaitable[Identity]]:
     for any spelling but the canonical one) with the rule the route's own parameters use
     (:data:`akgateway.domain.params.Digits`), so the lease checked is the lease served. A
     route that names no service checks the services it serves itself
-    (:func:`akgateway.routes.require_services`)."""
+    (:func:`akgateway.api.routes.require_services`)."""
 
     async def dependency(
         request: Request, identity: Annotated[Identity | None, Depends(authenticate)]

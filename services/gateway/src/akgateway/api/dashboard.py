@@ -31,7 +31,8 @@ from sse_starlette.sse import EventSourceResponse
 
 from akbus import Bus
 from akgateway.domain.overview import capacity_sample, dashboard_view
-from akgateway.statusboard import StatusBoard
+from akgateway.errors import DashboardDenied
+from akgateway.handlers import StatusBoard
 from aktypes.events import ClusterStatus
 from aktypes.overview import STREAMS, Overview
 
@@ -101,10 +102,6 @@ class DashboardFeed:
         )
 
 
-class Denied(Exception):
-    pass
-
-
 def _static(name: str) -> str:
     return resources.files("akgateway").joinpath("static", name).read_text()
 
@@ -129,11 +126,11 @@ def create_dashboard(feed: DashboardFeed, token: str) -> FastAPI:
         if header.lower().startswith("bearer "):
             given = header[7:].strip()
         if not hmac.compare_digest(given.encode(), token.encode()):
-            raise Denied
+            raise DashboardDenied
 
     app.router.dependencies.append(Depends(authorized))
 
-    @app.exception_handler(Denied)
+    @app.exception_handler(DashboardDenied)
     async def denied(request: Request, _: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return JSONResponse({"message": "the dashboard needs its token"}, status_code=401)

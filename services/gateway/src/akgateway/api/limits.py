@@ -8,9 +8,9 @@ websockets and shells at once.
   within its limit that the answer came before (a 401, say), is read and dropped first (for
   at most 2 s), so that a client that sends its whole body before reading gets the answer
   rather than a reset connection.
-- :class:`Timeouts` are the connection's clocks (:mod:`akgateway.server` runs them): the TLS
-  handshake, a request's headers, its body, and a kept-alive connection's idle time. A
-  connection that goes quiet or stalls is closed.
+- :class:`Timeouts` are the connection's clocks (:mod:`akgateway.adapters.server` runs
+  them): the TLS handshake, a request's headers, its body, and a kept-alive connection's
+  idle time. A connection that goes quiet or stalls is closed.
 - :class:`TenantSlots` counts each tenant's open websockets and shells; one over the limit is
   refused before the upgrade with 429.
 - :class:`InputRate` paces each tenant's shell input over all its shells: a tenant that sends
@@ -27,31 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from starlette.exceptions import HTTPException
-
 from akgateway import metrics
-from akgateway.errors import ApiError
+from akgateway.errors import BodyTooLarge, TooManyRequests, too_large
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MANIFEST_ROUTE = re.compile(r"/deployment/[^/]+/manifest")
-
-
-class TooManyRequests(ApiError):
-    status = 429
-
-
-class BodyTooLarge(HTTPException):
-    """A body found over its limit while it is read (an HTTPException: FastAPI lets those
-    through its body parsing); the answer closes the connection."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, too_large(limit), headers={"connection": "close"})
-
-
-def too_large(limit: int) -> str:
-    return f"the request body is over the limit of {limit} bytes"
 
 
 CLOSE = (b"connection", b"close")

@@ -10,7 +10,7 @@ ones into the live contexts (``load_verify_locations`` affects later handshakes)
 (``X509_V_FLAG_NO_CHECK_TIME``): an expired certificate gets a 401 saying so instead of a
 bare TLS alert. Whether the certificate belongs to the tenant it names, is not revoked and
 allows client authentication (its extended key usage) is decided per request
-(:mod:`akgateway.auth`), as Akash's Go provider decides it.
+(:mod:`akgateway.api.auth`), as Akash's Go provider decides it.
 
 Each on-chain certificate is loaded as a ``TRUSTED CERTIFICATE``: the certificate with
 OpenSSL's auxiliary trust for client authentication. A trust anchor with that trust is
@@ -20,7 +20,7 @@ certificate generator (chain-sdk, akashjs, so Akash Console) writes ``keyUsage``
 keyEncipherment + dataEncipherment only. Go checks the extended key usage alone; so do we.
 
 Consequences: a certificate that is not on chain fails in the handshake (TLS alert
-``unknown ca``, and one log line, :mod:`akgateway.server`), not with a 401; a certificate
+``unknown ca``, and one log line, :mod:`akgateway.adapters.server`), not with a 401; a certificate
 published a moment ago is accepted once the next read finds it (within
 ``AP_GATEWAY_CERT_SYNC_INTERVAL``). The node is asked for its certificate count first and the
 full list is read only when that count changed (certificates are never deleted on chain,
@@ -41,7 +41,7 @@ from akgateway import metrics
 from akgateway.adapters.chain import ChainCertificates
 from akgateway.errors import ChainUnavailable
 
-log = logging.getLogger("akgateway.tls")
+log = logging.getLogger("akgateway.adapters.tls")
 
 X509_V_FLAG_NO_CHECK_TIME = 0x200000  # OpenSSL ≥ 1.1.0; not named by the ssl module
 VERIFY_FLAGS = ssl.VERIFY_X509_PARTIAL_CHAIN | X509_V_FLAG_NO_CHECK_TIME
