@@ -14,7 +14,6 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, StorageV1Api
 
 from akcluster.adapters.kube import KubeInventory
-from akcluster.adapters.kube_objects import capacity_of, gpu_model, parse_quantity
+from akcluster.adapters.kube_objects import gpu_model
 from akcluster.domain.inventory import Capacity, GPUModel, Inventory, Node, StoragePool
 from akservice.testing import eventually, free_port
 from kubesim import kubeconfig
@@ -181,40 +180,7 @@ def rtype(store: Any, group: str, plural: str) -> Any:
     return store.catalog.get(group, "v1", plural)
 
 
-# -- quantities and labels ---------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("8", Decimal(8)),
-        ("7500m", Decimal("7.5")),
-        ("32Gi", Decimal(32 * GiB)),
-        ("500M", Decimal(500 * 10**6)),
-        ("1e3", Decimal(1000)),
-        ("1E3", Decimal(1000)),
-        ("1E", Decimal(10**18)),
-        ("1.5G", Decimal(15 * 10**8)),
-        ("100n", Decimal("1e-7")),
-        (".5Ki", Decimal(512)),
-        ("+2", Decimal(2)),
-    ],
-)
-def test_quantities_parse_as_the_api_server_parses_them(text: str, value: Decimal) -> None:
-    assert parse_quantity(text) == value
-
-
-@pytest.mark.parametrize("text", ["1K", "1ki", "NaN", "Infinity", "1_000", "1e3Gi", "", "Gi"])
-def test_quantities_the_api_server_refuses_are_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
-        parse_quantity(text)
-
-
-def test_capacities_round_up_and_count_both_gpu_vendors() -> None:
-    assert capacity_of(
-        {"cpu": "100n", "memory": "1.5", "nvidia.com/gpu": "2", "amd.com/gpu": "1"}
-    ) == Capacity(cpu=1, memory=2, gpu=3)
-    assert capacity_of({"cpu": "lots"}) == Capacity()  # what no server sends counts as 0
-
-
+# -- labels ------------------------------------------------------------------------------
 def test_gpu_model_from_combined_labels_and_the_largest_model() -> None:
     base = "akash.network/capabilities.gpu.vendor.nvidia.model"
     labels = {

@@ -35,7 +35,6 @@ import pytest
 from kubernetes import client, config, utils
 from referencing import Registry, Resource
 
-from akcluster.adapters.kube_objects import parse_quantity
 from akcluster.domain.objects import (
     BuildSettings,
     crds,
@@ -46,6 +45,7 @@ from akcluster.domain.objects import (
     scheduler_params,
 )
 from akcluster.domain.placement import CommitLevels
+from akkube.quantity import parse_quantity
 from aktypes.attributes import Attribute
 from aktypes.errors import SDLError
 from aktypes.events import ResourceOffer

@@ -15,9 +15,8 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from akcluster.adapters.kube import _api_client as cluster_client
 from akcluster.domain.objects.custom import crds
-from akgateway.adapters.kube import api_client as gateway_client
+from akkube.client import api_client
 from akoperators.domain.onboard import (
     ONBOARDING_NEEDS,
     Permission,
@@ -322,13 +321,13 @@ async def test_services_and_operators_use_the_sealed_kubeconfig(
     assert report.complete, report.render()
     sealed = vault.root / "kubeconfig.sealed"
     assert b"kubesim" not in sealed.read_bytes()  # the token is not there in the clear
-    # the cluster service's and the gateway's clients, opened in memory
-    for made in (cluster_client(sealed), gateway_client(sealed)):
-        try:
-            names = {n.metadata.name for n in client.CoreV1Api(made).list_node().items}
-        finally:
-            made.close()
-        assert names == {"cpu-a", "gpu-a"}
+    # the cluster service's and the gateway's client (akkube's), opened in memory
+    made = api_client(sealed)
+    try:
+        names = {n.metadata.name for n in client.CoreV1Api(made).list_node().items}
+    finally:
+        made.close()
+    assert names == {"cpu-a", "gpu-a"}
     # an operator (kopf's login and the operator's own client) on the sealed kubeconfig
     operator = OperatorProcess(
         "ip",

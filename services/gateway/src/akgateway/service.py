@@ -20,7 +20,7 @@ import ssl
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
 from akgateway.adapters.grpcfront import GRPCFront, PeerCertificates
-from akgateway.adapters.kube import LeaseCluster, api_client
+from akgateway.adapters.kube import LeaseCluster
 from akgateway.adapters.server import HTTPServer, bind
 from akgateway.adapters.tls import TrustedCertificates, server_context
 from akgateway.api.app import create_app
@@ -91,7 +91,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     rt.supervise(board.run(), "statuses")
     kube = None
     if settings.cluster_backend == "kube":
-        kube = await rt.resource(LeaseCluster(api_client(settings.kubeconfig)))
+        kube = await rt.resource(LeaseCluster.from_kubeconfig(settings.kubeconfig))
     gateway = Gateway(
         bus=rt.bus,
         board=board,

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import kopf
-import kubernetes
 
+from akkube.client import configuration_of
 from akoperators.kube import Kube, KubeError
 from akservice import Runtime
-from akservice.secrets import is_sealed, kubeconfig_of
+from akservice.secrets import is_sealed
 
 log = logging.getLogger("akoperators")
 
@@ -56,11 +56,9 @@ def registry_with_login(kubeconfig: Path | None) -> kopf.OperatorRegistry:
 def _sealed_login(path: Path) -> kopf.ConnectionInfo:
     """kopf's credentials from a sealed kubeconfig, opened in memory (the official client
     reads it; kopf is given what it found)."""
-    configuration = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
-        kubeconfig_of(path), client_configuration=configuration
-    )
-    scheme, _, token = str((configuration.api_key or {}).get("authorization", "")).partition(" ")
+    configuration = configuration_of(path)
+    keys = configuration.api_key or {}  # "BearerToken" since client 31, "authorization" before
+    scheme, _, token = str(keys.get("BearerToken") or keys.get("authorization", "")).partition(" ")
     return kopf.ConnectionInfo(
         server=configuration.host,
         ca_path=configuration.ssl_ca_cert,

@@ -1,6 +1,7 @@
 """The operators' Kubernetes client: plain JSON requests by path through the official
-client's ``ApiClient`` (its kubeconfig, TLS and token handling), each on a worker thread
-under a timeout so a hung API server never holds the event loop.
+client's ``ApiClient`` (its kubeconfig, TLS and token handling: :mod:`akkube.client`,
+:mod:`akkube.calls`), each on a worker thread under a timeout so a hung API server never
+holds the event loop.
 
 Only what the operators need: get, list, create, replace, merge-patch, delete, and
 :meth:`Kube.ensure` (create, or replace when what the server holds differs in the fields
@@ -11,16 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import kubernetes
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from akservice.secrets import is_sealed, kubeconfig_of
+from akkube.calls import send
+from akkube.client import api_client
 
 Obj = dict[str, Any]
 
@@ -32,42 +32,6 @@ class KubeError(Exception):
         super().__init__(f"{status or 'no answer'}: {message}" if status else message)
         self.status = status
         self.message = message
-
-
-def api_client(path: Path | None = None) -> ApiClient:
-    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
-    ``$KUBECONFIG`` or ``~/.kube/config``, else the pod's service account."""
-    config = kubernetes.config
-    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
-        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
-    files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
-    try:
-        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=os.path.expanduser(files)
-        )
-    except config.ConfigException as no_file:
-        if path is not None:
-            raise
-        configuration = Configuration()
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException as exc:
-            raise config.ConfigException(
-                f"no kubeconfig ({no_file}) and not in a cluster ({exc})"
-            ) from exc
-        client = ApiClient(configuration)
-    return client
-
-
-def resource_path(
-    api_version: str, plural: str, namespace: str | None = None, name: str | None = None
-) -> str:
-    """``/api/v1/namespaces/ns/services/name``, ``/apis/networking.k8s.io/v1/ingresses``…"""
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    if namespace:
-        base += f"/namespaces/{namespace}"
-    base += f"/{plural}"
-    return f"{base}/{name}" if name else base
 
 
 class Kube:
@@ -211,26 +175,23 @@ class Kube:
         body: Any,
         content_type: str,
     ) -> Obj:
-        api = self.client
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        request = api.param_serialize(
-            method,
-            path,
-            query_params=list(query),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
         try:
-            response = api.call_api(*request, _request_timeout=self.timeout_s)
+            answer = send(
+                self.client,
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=self.timeout_s,
+            )
         except ApiException as exc:
             raise KubeError(int(exc.status or 0), str(exc.reason or exc)) from None
         except Exception as exc:  # urllib3: refused, reset, timed out
             raise KubeError(0, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}") from None
-        data: bytes = response.read()  # type: ignore[no-untyped-call]
-        if not 200 <= response.status < 300:
-            raise KubeError(response.status, _message(data, response.reason or ""))
-        return json.loads(data) if data else {}
+        if not 200 <= answer.status < 300:
+            raise KubeError(answer.status, _message(answer.data, answer.reason))
+        return json.loads(answer.data) if answer.data else {}
 
 
 def _message(data: bytes, reason: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from kubernetes.config import ConfigException
 
+from akkube.calls import resource_path
 from akoperators.domain.inventory import InventoryConfig, discover
 from akoperators.domain.onboard import (
     LABELLING_NEEDS,
@@ -45,7 +46,7 @@ from akoperators.domain.onboard import (
     warnings_for,
 )
 from akoperators.inventory.registry import bundled
-from akoperators.kube import Kube, KubeError, Obj, resource_path
+from akoperators.kube import Kube, KubeError, Obj
 from akservice.secrets import KUBECONFIG, Vault
 
 CRDS = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions")

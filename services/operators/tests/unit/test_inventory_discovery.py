@@ -23,9 +23,6 @@ from akoperators.domain.inventory import (
     label_patch,
     node_changes,
     node_labels,
-    parse_quantity,
-    pod_requests,
-    pod_use,
     same,
 )
 from akoperators.inventory import registry as registry_files
@@ -82,62 +79,6 @@ GFD_A100 = {
     "nvidia.com/gpu.count": "2",
     "feature.node.kubernetes.io/pci-10de.present": "true",
 }
-
-
-# -- quantities and pods -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("7500m", "7.5"),
-        ("32Gi", str(32 * GiB)),
-        ("1e3", "1000"),
-        ("64G", "64000000000"),
-        ("2", "2"),
-    ],
-)
-def test_quantities(text: str, value: str) -> None:
-    assert parse_quantity(text) == parse_quantity(value)
-
-
-@pytest.mark.parametrize("text", ["1K", "NaN", "1_000", "", "Gi"])
-def test_what_the_api_server_refuses_is_not_a_quantity(text: str) -> None:
-    with pytest.raises(ValueError, match="quantity"):
-        parse_quantity(text)
-
-
-def test_a_pod_takes_its_init_peak_sidecars_and_memory_volumes() -> None:
-    spec = pod(
-        "n1",
-        box("1", "1Gi"),
-        box("500m", "1Gi"),
-        initContainers=[
-            box("4", "1Gi"),  # alone (with the sidecar before it)
-            box("250m", "512Mi", restartPolicy="Always"),  # a sidecar: throughout
-        ],
-        volumes=[{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}],
-    )
-    used = pod_requests(spec)
-    assert used.cpu == max(1500 + 250, 4000)
-    assert used.memory == max(2 * GiB + 512 * 2**20, GiB) + 2 * GiB
-
-
-def test_limits_stand_in_for_missing_requests_and_gpus_count() -> None:
-    container = {
-        "name": "c",
-        "image": "x",
-        "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "1"}},
-    }
-    used = pod_requests(pod("n1", container))
-    assert (used.cpu, used.gpu) == (1000, 2)
-
-
-def test_only_bound_unfinished_pods_take_resources() -> None:
-    assert pod_use(pod("n1", box("1"))) is not None
-    assert pod_use(pod(None, box("1"))) is None
-    assert pod_use(pod("n1", box("1"), phase="Succeeded")) is None
-    assert pod_use(pod("n1", box("1"), phase="Failed")) is None
 
 
 # -- discovery -----------------------------------------------------------------------------

@@ -5,9 +5,10 @@ service watches them itself, with the official synchronous ``kubernetes`` client
 resources are listed, then watched from the list's version — nodes, pods and persistent
 volume claims in every namespace, storage classes — each by a task of its own whose
 blocking reads run on worker threads (a list) or a thread per watch connection, handing
-events to the event loop. Only the loop touches the state: per resource a table of what
-matters for capacity, keyed by name or uid, so an event costs O(1); an :class:`Inventory`
-is rebuilt from the tables when asked for and, debounced, pushed to ``on_change``.
+events to the event loop (:mod:`akkube.watch`). Only the loop touches the state: per
+resource a table of what matters for capacity, keyed by name or uid, so an event costs
+O(1); an :class:`Inventory` is rebuilt from the tables when asked for and, debounced,
+pushed to ``on_change``.
 
 Rules, with the Go operator's quirks fixed:
 
@@ -27,35 +28,26 @@ version it saw, and one answered 410 Gone lists again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
-import os
-import random
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
-import kubernetes
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import ApiClient
 
 from akcluster.adapters.kube_objects import (
     Obj,
-    claim_of,
-    is_default_class,
     name_of,
     node_of,
     pod_use,
     uid_of,
 )
 from akcluster.domain.inventory import Capacity, Inventory, Node, StoragePool
-from akservice.secrets import is_sealed, kubeconfig_of
+from akkube.client import api_client
+from akkube.pods import claim_of, is_default_class
+from akkube.watch import ListWatch, describe
 
 log = logging.getLogger("akcluster.kube")
 V = TypeVar("V")
@@ -101,113 +93,6 @@ class _Table(Generic[V]):
             return None
 
 
-class _Expired(Exception):
-    """410 Gone: the version is older than the server's history; list again."""
-
-
-class _Backoff:
-    """Jittered exponential delays between failed attempts, reset by a good one."""
-
-    def __init__(self, initial: float, maximum: float) -> None:
-        self.initial, self.maximum, self.attempt = initial, maximum, 0
-
-    def next(self) -> float:
-        delay = min(self.initial * 2.0**self.attempt, self.maximum)
-        self.attempt += 1
-        return delay * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not secrets
-
-    def reset(self) -> None:
-        self.attempt = 0
-
-
-class _Stream:
-    """One watch connection, read line by line on a thread of its own; what it reads goes
-    to an asyncio queue: ("open", None), ("event", dict)…, then ("end", None) or
-    ("error", exception). ``stop`` interrupts a blocked read."""
-
-    def __init__(self, open_: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
-        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self.closed: asyncio.Future[None] = loop.create_future()
-        self._open, self._loop = open_, loop
-        self._response: Any = None
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kube-watch", daemon=True)
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopped.set()
-        if self._response is not None:
-            _interrupt(self._response)
-
-    def _post(self, *item: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening
-            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
-
-    def _run(self) -> None:
-        clean = False
-        try:
-            self._response = self._open()
-            if self._stopped.is_set():
-                return
-            self._post("open", None)
-            for line in _lines(self._response):
-                if self._stopped.is_set():
-                    return
-                self._post("event", json.loads(line))
-            clean = True
-            self._post("end", None)
-        except Exception as exc:  # handed to the loop, which decides what to do
-            self._post("error", exc)
-        finally:
-            if self._response is not None:
-                if not clean:
-                    self._response.close()
-                self._response.release_conn()
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(_settle, self.closed)
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        yield from (line for line in lines if line.strip())
-    if buffer.strip():
-        yield buffer
-
-
-def _interrupt(response: Any) -> None:
-    """Unblock a thread reading ``response`` (urllib3 2.3+ has shutdown; else the socket)."""
-    with contextlib.suppress(Exception):
-        if callable(shutdown := getattr(response, "shutdown", None)):
-            shutdown()
-            return
-        sock = getattr(getattr(response, "connection", None), "sock", None)
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-def _describe(exc: BaseException) -> str:
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and status > 0:
-        return f"{status} {getattr(exc, 'reason', '') or ''}".strip()
-    reason = getattr(exc, "reason", None)  # urllib3's MaxRetryError carries the cause
-    return f"{type(exc).__name__}: {reason if reason is not None else exc}"
-
-
-def _gone(exc: BaseException) -> bool:
-    return getattr(exc, "status", None) == 410
-
-
 class KubeInventory:
     """Nodes, pods, claims and storage classes, watched; the :class:`Inventory` they make.
 
@@ -234,10 +119,14 @@ class KubeInventory:
         self.on_change = on_change
         self.debounce_s = debounce_s
         self.require_akash_label = require_akash_label
-        self._page_size = page_size
-        self._backoff = backoff_s
-        self._request_timeout = request_timeout_s
-        self._watch_timeout = watch_timeout_s
+        self._watches = ListWatch(
+            api_client,
+            page_size=page_size,
+            backoff_s=backoff_s,
+            request_timeout_s=request_timeout_s,
+            watch_timeout_s=watch_timeout_s,
+            log=log,
+        )
         self._nodes: _Table[Node] = _Table("nodes", "/api/v1/nodes", name_of, self._node)
         self._pods: _Table[tuple[str, Capacity]] = _Table("pods", "/api/v1/pods", uid_of, pod_use)
         self._claims: _Table[tuple[str | None, int]] = _Table(
@@ -264,7 +153,7 @@ class KubeInventory:
     def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> KubeInventory:
         """From a kubeconfig file; with None, ``$KUBECONFIG`` or ``~/.kube/config``, else
         the in-cluster service account. The inventory closes the client in ``close``."""
-        inventory = cls(_api_client(path), **kw)
+        inventory = cls(api_client(path), **kw)
         inventory._owns_client = True
         return inventory
 
@@ -306,7 +195,10 @@ class KubeInventory:
         try:
             async with asyncio.TaskGroup() as group:
                 for table in self._tables:
-                    group.create_task(self._follow(table), name=f"kube-inventory-{table.name}")
+                    group.create_task(
+                        self._watches.follow(_Follower(self, table)),
+                        name=f"kube-inventory-{table.name}",
+                    )
         finally:
             if self._timer is not None:
                 self._timer.cancel()
@@ -368,36 +260,9 @@ class KubeInventory:
             self._changed()
 
     # -- list and watch ----------------------------------------------------------
-    async def _follow(self, table: _Table[Any]) -> None:
-        """List, then watch from the list's version, forever; back off after failures."""
-        backoff = _Backoff(*self._backoff)
-        version: str | None = None
-        while True:
-            progressed = False
-            try:
-                if version is None:
-                    rows, version = await asyncio.to_thread(self._list, table)
-                    if table.replace(rows):
-                        self._changed()
-                    self._recovered(table)
-                    self._listed_once(table)
-                version, progressed = await self._watch(table, version)
-            except Exception as exc:
-                if isinstance(exc, _Expired) or _gone(exc):  # a watch's version or a list's
-                    log.info(  # continue token is older than the server's history
-                        "%s: %s; listing again", table.name, exc, extra={"resource": table.name}
-                    )
-                    version = None
-                else:
-                    self._failed(table, exc)
-            if progressed:  # a 410 relists after a short pause too: never a tight loop
-                backoff.reset()
-            else:
-                await asyncio.sleep(backoff.next())
-
     def _failed(self, table: _Table[Any], exc: Exception) -> None:
         """Report a failure: a warning when it is new, quietly while it lasts."""
-        error = _describe(exc)
+        error = describe(exc)
         level = logging.DEBUG if self._errors.get(table.name) == error else logging.WARNING
         log.log(
             level, "%s: list or watch failed: %s", table.name, error, extra={"resource": table.name}
@@ -408,114 +273,37 @@ class KubeInventory:
         if self._errors.pop(table.name, None) is not None:
             log.info("%s: connected again", table.name, extra={"resource": table.name})
 
-    def _open(self, path: str, query: list[tuple[str, Any]], timeout: Any) -> Any:
-        """GET ``path`` through the client (its kubeconfig, TLS, token), the response not
-        read yet; :class:`ApiException` for an answer other than 2xx. JSON, never the
-        generated models: a list of ten thousand pods costs its parsing only."""
-        api = self.api_client
-        request = api.param_serialize(
-            "GET",
-            path,
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        answer = api.call_api(*request, _request_timeout=timeout)
-        if not 200 <= answer.status <= 299:
-            answer.read()  # type: ignore[no-untyped-call]
-            raise ApiException(http_resp=answer)
-        return answer.response
 
-    def _list(self, table: _Table[Any]) -> tuple[dict[str, Any], str | None]:
-        """Every object, page by page (on a worker thread), each page reduced to what the
-        inventory keeps as it comes; the first page's version is where the watch starts,
-        so nothing that changed while paging is missed."""
-        rows: dict[str, Any] = {}
-        version: str | None = None
-        token: str | None = None
-        while True:
-            query: list[tuple[str, Any]] = [("limit", self._page_size)]
-            if token:
-                query.append(("continue", token))
-            response = self._open(table.path, query, self._request_timeout)
-            try:
-                body = json.loads(response.data)
-            finally:
-                response.release_conn()
-            rows.update(table.rows_of(body.get("items") or []))
-            meta = body.get("metadata") or {}
-            version = version or meta.get("resourceVersion") or None
-            token = meta.get("continue")
-            if not token:
-                return rows, version
+@dataclass
+class _Follower:
+    """One table as :class:`akkube.watch.ListWatch` follows it, for the inventory."""
 
-    async def _watch(self, table: _Table[Any], version: str | None) -> tuple[str | None, bool]:
-        """Apply a watch's events until the server ends it; the last version seen, and
-        whether the watch got anywhere (an event, or a while connected)."""
-        timeout = int(self._watch_timeout * (1 + random.random()))  # noqa: S311 - spread
-        query: list[tuple[str, Any]] = [
-            ("watch", True),
-            ("allowWatchBookmarks", True),
-            ("timeoutSeconds", timeout),
-            *([("resourceVersion", version)] if version else []),
-        ]
-        stream = _Stream(
-            lambda: self._open(
-                table.path, query, (self._request_timeout, timeout + self._request_timeout)
-            ),
-            asyncio.get_running_loop(),
-        ).start()
-        started, events = time.monotonic(), 0
-        try:
-            while True:
-                what, payload = await stream.queue.get()
-                if what == "open":
-                    self._recovered(table)
-                    continue
-                if what == "end":
-                    return version, events > 0 or time.monotonic() - started >= 1.0
-                if what == "error":
-                    raise _Expired(str(payload)) if _gone(payload) else payload
-                kind, obj = payload.get("type"), payload.get("object") or {}
-                if kind == "ERROR":
-                    message = f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}"
-                    if obj.get("code") == 410:
-                        raise _Expired(message)
-                    raise RuntimeError(f"watch failed: {message}")
-                events += 1
-                version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                if kind in ("ADDED", "MODIFIED", "DELETED") and table.apply(kind, obj):
-                    self._changed()
-        finally:
-            stream.stop()
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
-            # cancellation arriving as the thread ends, and the watch loop would go on
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(5):
-                    await asyncio.shield(stream.closed)
+    inventory: KubeInventory
+    table: _Table[Any]
 
+    @property
+    def name(self) -> str:
+        return self.table.name
 
-def _api_client(path: Path | None) -> ApiClient:
-    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
-    ``$KUBECONFIG`` (read now: the library reads it once, on import) or ``~/.kube/config``,
-    else the in-cluster service account."""
-    config = kubernetes.config
-    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
-        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
-    files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
-    try:
-        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=os.path.expanduser(files)
-        )
-    except config.ConfigException as no_file:
-        if path is not None:
-            raise
-        configuration = Configuration()
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException as exc:
-            raise config.ConfigException(
-                f"no kubeconfig ({no_file}) and not in a cluster ({exc})"
-            ) from exc
-        client = ApiClient(configuration)
-    return client
+    @property
+    def path(self) -> str:
+        return self.table.path
+
+    def rows_of(self, items: list[Obj]) -> dict[str, Any]:
+        return self.table.rows_of(items)
+
+    def listed(self, rows: dict[str, Any]) -> None:
+        if self.table.replace(rows):
+            self.inventory._changed()
+        self.inventory._recovered(self.table)
+        self.inventory._listed_once(self.table)
+
+    def changed(self, kind: str, obj: Obj) -> None:
+        if self.table.apply(kind, obj):
+            self.inventory._changed()
+
+    def connected(self) -> None:
+        self.inventory._recovered(self.table)
+
+    def failed(self, exc: Exception) -> None:
+        self.inventory._failed(self.table, exc)

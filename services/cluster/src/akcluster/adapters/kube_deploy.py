@@ -43,10 +43,8 @@ from typing import Any
 import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.rest import RESTClientObject
 from urllib3.util.retry import Retry
 
-from akcluster.adapters.kube import _api_client
 from akcluster.adapters.kube_rules import (
     APPLIED,
     created,
@@ -66,6 +64,8 @@ from akcluster.adapters.null_deploy import (
 )
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE, SERVICE_TARGET
 from akcluster.errors import LeaseNotFound, Rejected, Unavailable
+from akkube.calls import resource_path, send
+from akkube.client import api_client
 from aktypes.events import ServiceStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
@@ -104,11 +104,9 @@ class _Resource:
     namespaced: bool
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        return f"{base}/{name}" if name else base
+        return resource_path(
+            self.api_version, self.plural, namespace if self.namespaced else None, name
+        )
 
 
 NAMESPACES = _Resource("v1", "Namespace", "namespaces", namespaced=False)
@@ -140,11 +138,7 @@ class KubeDeployments:
     def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> KubeDeployments:
         """From a kubeconfig file; with None, ``$KUBECONFIG`` or ``~/.kube/config``, else
         the in-cluster service account (as the inventory). ``close`` closes the client."""
-        client = _api_client(path)
-        client.configuration.retries = _RETRIES  # read when the REST client is made:
-        client.rest_client.close()  # make it again (it has not connected yet)
-        client.rest_client = RESTClientObject(client.configuration)
-        deployments = cls(client, **kw)
+        deployments = cls(api_client(path, retries=_RETRIES), **kw)
         deployments._owns_client = True
         return deployments
 
@@ -455,26 +449,22 @@ class KubeDeployments:
             raise Unavailable(f"{method} {path}: {_cause(exc)}") from None
 
     def _blocking(self, method: str, path: str, query: Sequence[tuple[str, Any]], body: Any) -> Obj:
-        api = self.api_client
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        request = api.param_serialize(
-            method,
-            path,
-            query_params=list(query),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
         try:
-            response = api.call_api(*request, _request_timeout=self.request_timeout_s)
+            answer = send(
+                self.api_client,
+                method,
+                path,
+                query=query,
+                body=body,
+                timeout=self.request_timeout_s,
+            )
         except ApiException as exc:  # the client's own checks (Retry-After with its retries)
             raise _Answer(
                 int(exc.status or 0), str(exc.reason or ""), str(exc.body or "")
             ) from None
-        data: bytes = response.read()  # type: ignore[no-untyped-call]
-        if not 200 <= response.status < 300:
-            raise _answer(response.status, response.reason or "", data)
-        return json.loads(data) if data else {}
+        if not 200 <= answer.status < 300:
+            raise _answer(answer.status, answer.reason, answer.data)
+        return json.loads(answer.data) if answer.data else {}
 
 
 # -- deciding what to write (pure) -----------------------------------------------------------

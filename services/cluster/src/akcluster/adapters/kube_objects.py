@@ -1,125 +1,41 @@
-"""Reading Kubernetes objects for the inventory: quantities, pod requests, nodes, claims.
+"""Reading Kubernetes objects for the inventory: nodes, and pods' requests as capacities.
 
-Pure functions over the JSON of nodes, pods, persistent volume claims and storage classes,
-as the ``kube`` inventory backend (:mod:`akcluster.adapters.kube`) receives them from the
-API: what a node offers, what a pod takes (as the scheduler counts it), which GPU model and
-storage classes the inventory operator's labels announce, what a claim uses.
+Pure functions over the JSON of nodes and pods, as the ``kube`` inventory backend
+(:mod:`akcluster.adapters.kube`) receives them from the API: what a node offers, what a pod
+takes (as the scheduler counts it: :mod:`akkube.pods`, which also reads claims and storage
+classes), which GPU model and storage classes the inventory operator's labels announce.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import re
 from collections.abc import Mapping
-from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-import kubernetes
-
 from akcluster.domain.inventory import Capacity, GPUModel, Node
-
-log = logging.getLogger("akcluster.kube")
+from akkube import pods
+from akkube.pods import Use, use_of
 
 AKASH_LABEL = "akash.network"
 STORAGE_LABEL = "akash.network/capabilities.storage.class."
 GPU_LABEL = "akash.network/capabilities.gpu.vendor."
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
-DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
-FINISHED = frozenset({"Succeeded", "Failed"})
 
 # <vendor>.model.<model>[.ram.<size>][.interface.<interface>], after GPU_LABEL
 _GPU_KEY = re.compile(
     r"(?P<vendor>[^.]+)\.model\.(?P<model>.+?)"
     r"(?:\.ram\.(?P<ram>[^.]+))?(?:\.interface\.(?P<interface>[^.]+))?"
 )
-# What resource.ParseQuantity accepts: a decimal number, then a binary or decimal SI suffix
-# or a decimal exponent. kubernetes.utils.parse_quantity computes every such value exactly
-# but also takes what the API server refuses ("1K", "NaN", "1_000"), hence the check first.
-_QUANTITY = re.compile(
-    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?"
-)
 
 Obj = dict[str, Any]
 
 
-def parse_quantity(text: object) -> Decimal:
-    """A Kubernetes quantity ("7500m", "32Gi", "1e3") as an exact Decimal; ValueError if
-    the API server would not take it."""
-    return _parse_quantity(str(text).strip())
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse_quantity(value: str) -> Decimal:
-    """Remembered: the same few quantities come back in every pod of a big cluster."""
-    if _QUANTITY.fullmatch(value) is None:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    parsed: Decimal = kubernetes.utils.parse_quantity(value)  # type: ignore[no-untyped-call]
-    return parsed
-
-
-def _amount(resources: Mapping[str, Any], name: str, scale: int = 1) -> int:
-    """A resource as a whole number (rounded up, as Quantity.Value does); 0 if unusable."""
-    value = resources.get(name)
-    if value is None:
-        return 0
-    try:
-        amount = parse_quantity(value) * scale
-    except ValueError:
-        log.warning("ignoring resource %s: %s", name, value, extra={"resource": name})
-        return 0
-    return max(int(amount.to_integral_value(ROUND_CEILING)), 0)
+def _capacity(use: Use) -> Capacity:
+    return Capacity(cpu=use.cpu, memory=use.memory, ephemeral=use.ephemeral, gpu=use.gpu)
 
 
 def capacity_of(resources: Mapping[str, Any]) -> Capacity:
     """A Kubernetes resource list (``allocatable``, ``requests``…) as a Capacity."""
-    return Capacity(
-        cpu=_amount(resources, "cpu", 1000),
-        memory=_amount(resources, "memory"),
-        ephemeral=_amount(resources, "ephemeral-storage"),
-        gpu=sum(_amount(resources, name) for name in GPU_RESOURCES),
-    )
-
-
-def _most(a: Capacity, b: Capacity) -> Capacity:
-    return Capacity(
-        max(a.cpu, b.cpu), max(a.memory, b.memory), max(a.ephemeral, b.ephemeral), max(a.gpu, b.gpu)
-    )
-
-
-def _asked(container: Mapping[str, Any]) -> Capacity:
-    """A container's requests; its limits stand in for those it leaves out, as the API
-    server's defaulting makes them."""
-    resources = container.get("resources") or {}
-    return capacity_of({**(resources.get("limits") or {}), **(resources.get("requests") or {})})
-
-
-def pod_requests(pod: Mapping[str, Any]) -> Capacity:
-    """What the scheduler reserves for a pod, plus memory-backed emptyDir size limits.
-
-    Containers add up; an init container runs alone (with the sidecars started before it),
-    so the pod needs the larger of the two; sidecars (init containers that restart
-    ``Always``) run throughout; the runtime class's ``overhead`` comes on top.
-    """
-    spec = pod.get("spec") or {}
-    total = sum((_asked(c) for c in spec.get("containers") or []), Capacity())
-    sidecars = init_peak = Capacity()
-    for container in spec.get("initContainers") or []:
-        asked = _asked(container)
-        if container.get("restartPolicy") == "Always":
-            total += asked
-            sidecars += asked
-            asked = sidecars
-        else:
-            asked += sidecars
-        init_peak = _most(init_peak, asked)
-    total = _most(total, init_peak) + capacity_of(spec.get("overhead") or {})
-    in_memory = sum(
-        _amount(volume["emptyDir"], "sizeLimit")
-        for volume in spec.get("volumes") or []
-        if (volume.get("emptyDir") or {}).get("medium") == "Memory"
-    )
-    return total + Capacity(memory=in_memory)
+    return _capacity(use_of(resources))
 
 
 def gpu_model(labels: Mapping[str, str]) -> GPUModel | None:
@@ -172,27 +88,10 @@ def node_of(obj: Obj, *, require_akash_label: bool = True) -> Node | None:
 
 
 def pod_use(obj: Obj) -> tuple[str, Capacity] | None:
-    """(node, requests) of a pod that holds resources on a node; None for any other."""
-    node = (obj.get("spec") or {}).get("nodeName")
-    if not node or (obj.get("status") or {}).get("phase") in FINISHED:
-        return None
-    return node, pod_requests(obj)
-
-
-def claim_of(obj: Obj) -> tuple[str | None, int]:
-    """(storage class, bytes) of a claim: the larger of its request and what it was given.
-    The class is None when the claim names none (the default class applies)."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    size = max(
-        _amount((spec.get("resources") or {}).get("requests") or {}, "storage"),
-        _amount(status.get("capacity") or {}, "storage"),
-    )
-    return spec.get("storageClassName"), size
-
-
-def is_default_class(obj: Obj) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return bool(annotations.get(DEFAULT_CLASS) == "true")
+    """(node, requests) of a pod that holds resources on a node (:mod:`akkube.pods`);
+    None for any other."""
+    found = pods.pod_use(obj)
+    return None if found is None else (found[0], _capacity(found[1]))
 
 
 def uid_of(obj: Obj) -> str:

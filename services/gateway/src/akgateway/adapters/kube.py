@@ -11,9 +11,10 @@ Exec is asynchronous (aiohttp's websocket client, Kubernetes' ``v4.channel.k8s.i
 a shell's input never waits for a thread: one tenant pushing input into many shells slows
 only those shells, not another tenant's streams.
 
-Requests go by path through the client's ``ApiClient`` (its kubeconfig, TLS and token) and
-answers are read as JSON: the generated ``CoreV1Api`` and its models would cost the process
-some ninety megabytes for the five calls made here.
+Requests go by path through the client's ``ApiClient`` (its kubeconfig, TLS and token:
+:mod:`akkube.client`, :mod:`akkube.calls`) and answers are read as JSON: the generated
+``CoreV1Api`` and its models would cost the process some ninety megabytes for the five
+calls made here.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import concurrent.futures
 import contextlib
 import json
 import logging
-import os
-import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,13 +31,13 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import aiohttp
-import kubernetes
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
-from akservice.secrets import is_sealed, kubeconfig_of
+from akkube.calls import get_json, open_get, target
+from akkube.client import api_client, ssl_context
+from akkube.watch import lines
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
@@ -188,26 +187,6 @@ class ExecSession:
         return None
 
 
-def api_client(path: Path | None) -> ApiClient:
-    """A client from ``path`` (a ``.sealed`` one opened with the key file beside it), else
-    ``$KUBECONFIG`` or ``~/.kube/config``, else in-cluster."""
-    config = kubernetes.config
-    if path is not None and is_sealed(path):  # sealed by `cluster onboard`: opened in memory
-        return config.new_client_from_config_dict(kubeconfig_of(path))  # type: ignore[no-untyped-call, no-any-return]
-    files = str(path) if path else os.environ.get("KUBECONFIG") or "~/.kube/config"
-    try:
-        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=os.path.expanduser(files)
-        )
-    except config.ConfigException:
-        if path is not None:
-            raise
-        configuration = Configuration()
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        client = ApiClient(configuration)
-    return client
-
-
 class LeaseCluster:
     """Pods, logs, events and exec of lease namespaces."""
 
@@ -216,6 +195,12 @@ class LeaseCluster:
         self.queue_size = queue_size
         self.queries = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="kube")
         self._http: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> LeaseCluster:
+        """From a kubeconfig file (sealed or not); with None, ``$KUBECONFIG`` or
+        ``~/.kube/config``, else in-cluster (:func:`akkube.client.api_client`)."""
+        return cls(api_client(path), **kw)
 
     async def __aenter__(self) -> LeaseCluster:
         return self
@@ -235,38 +220,17 @@ class LeaseCluster:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
             self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=client_ssl(self.client.configuration)),
+                connector=aiohttp.TCPConnector(ssl=ssl_context(self.client.configuration)),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             )
         return self._http
 
-    def _request(self, path: str, query: Sequence[tuple[str, Any]]) -> tuple[str, dict[str, str]]:
-        """The URL and headers (with the credentials) of a GET of ``path``."""
-        _, url, headers, _, _ = self.client.param_serialize(
-            "GET",
-            path,
-            query_params=list(query),
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        return url, headers
-
     def _open(self, path: str, query: Sequence[tuple[str, Any]] = (), timeout: Any = None) -> Any:
         """GET ``path``, the body not read yet; :class:`ApiException` unless 2xx."""
-        url, headers = self._request(path, query)
-        answer = self.client.call_api("GET", url, headers, _request_timeout=timeout)
-        if not 200 <= answer.status <= 299:
-            answer.read()
-            raise ApiException(http_resp=answer)
-        return answer.response
+        return open_get(self.client, path, query, timeout)
 
     def _get(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-        response = self._open(path, query)
-        try:
-            found: dict[str, Any] = json.loads(response.data)
-        finally:
-            response.release_conn()
-        return found
+        return get_json(self.client, path, query)
 
     async def pods(self, lease_id: LeaseID, services: Sequence[str] = ()) -> list[Pod]:
         """The lease's pods (of ``services``, if given), by service then name."""
@@ -349,7 +313,7 @@ class LeaseCluster:
                 response = self._open(path, query, timeout=(5, 65))
                 pump.on_stop.append(response.shutdown)
                 try:
-                    for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                    for line in lines(response):
                         change = json.loads(line)
                         event = change.get("object") or {}
                         if change.get("type") == "ERROR":
@@ -375,8 +339,8 @@ class LeaseCluster:
         if pod.containers:
             query.append(("container", pod.containers[0]))
         query += [("stdin", stdin), ("stdout", True), ("stderr", not tty), ("tty", tty)]
-        url, headers = self._request(
-            f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec", query
+        url, headers = target(
+            self.client, f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec", query
         )
         try:
             socket = await self._session().ws_connect(
@@ -391,19 +355,3 @@ class LeaseCluster:
         except (aiohttp.ClientError, OSError) as exc:
             raise KubeError(f"Kubernetes unreachable: {exc}") from None
         return ExecSession(socket)
-
-
-def client_ssl(configuration: Any) -> ssl.SSLContext | bool:
-    """TLS for the API server as the client's configuration has it (its CA, client
-    certificate, verification); False for plain HTTP."""
-    if not str(configuration.host).startswith("https"):
-        return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif configuration.assert_hostname is False:
-        context.check_hostname = False
-    return context

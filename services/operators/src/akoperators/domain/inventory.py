@@ -9,9 +9,7 @@ Rules (Akash's inventory operator, with its quirks fixed):
   device plugins count them: ``nvidia.com/gpu`` + ``amd.com/gpu``); its GPUs are named by
   :mod:`akoperators.domain.gpus`;
 - a pod takes what the scheduler reserves for it while it is bound to a node and not
-  finished (Go counts finished pods until they are deleted): the larger of its containers'
-  and its init containers' requests (sidecars included), plus overhead and memory-backed
-  emptyDir size limits;
+  finished (:mod:`akkube.pods`, which reads claims and storage classes too);
 - a storage pool (class) has the configured size and is reported while its StorageClass
   exists; claims of that class (the default class for claims naming none) use it; a node
   supports the pools configured for it (all, unless the configuration narrows it).
@@ -29,9 +27,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
+from akkube.pods import GPU_RESOURCES, Use, claim_of, is_default_class, pod_use, use_of
+from akkube.quantity import amount
 from akoperators.domain.gpus import GPURegistry, node_gpus, unknown_products
 from aktypes.events import (
     Amounts,
@@ -48,147 +47,14 @@ AKASH_LABEL = "akash.network"
 CAPABILITIES = "akash.network/capabilities."
 STORAGE_LABEL = CAPABILITIES + "storage.class."
 GPU_LABEL = CAPABILITIES + "gpu.vendor."
-DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
-FINISHED = frozenset({"Succeeded", "Failed"})
 NOT_READY, CORDONED, CONFIGURED = "not ready", "cordoned", "excluded by configuration"
 
-_QUANTITY = re.compile(
-    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?"
-)
-_SCALE = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15, "E": Decimal(10) ** 18, "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
-}  # fmt: skip
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
 
-def parse_quantity(text: object) -> Decimal:
-    """A Kubernetes quantity (``7500m``, ``32Gi``, ``1e3``) as an exact Decimal;
-    ValueError if the API server would not take it."""
-    match = _QUANTITY.fullmatch(str(text).strip())
-    if match is None:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity")
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        if suffix[:1] in ("e", "E"):
-            return Decimal(number) * Decimal(10) ** int(suffix[1:])
-        return Decimal(number) * _SCALE[suffix]
-    except (InvalidOperation, OverflowError):
-        raise ValueError(f"{text!r} is not a Kubernetes quantity") from None
-
-
-def _amount(resources: Mapping[str, Any], name: str, scale: int = 1) -> int:
-    """A resource as a whole number (rounded up, as Quantity.Value does); 0 if unusable."""
-    value = resources.get(name)
-    if value is None:
-        return 0
-    try:
-        amount = parse_quantity(value) * scale
-    except ValueError:
-        return 0
-    return max(int(amount.to_integral_value(ROUND_CEILING)), 0)
-
-
-@dataclass(frozen=True)
-class Use:
-    """Resources in whole units: millicpu, bytes, bytes, GPU units."""
-
-    cpu: int = 0
-    memory: int = 0
-    ephemeral: int = 0
-    gpu: int = 0
-
-    def __add__(self, other: Use) -> Use:
-        return Use(
-            self.cpu + other.cpu,
-            self.memory + other.memory,
-            self.ephemeral + other.ephemeral,
-            self.gpu + other.gpu,
-        )
-
-    def most(self, other: Use) -> Use:
-        return Use(
-            max(self.cpu, other.cpu),
-            max(self.memory, other.memory),
-            max(self.ephemeral, other.ephemeral),
-            max(self.gpu, other.gpu),
-        )
-
-    def amounts(self) -> Amounts:
-        return Amounts(cpu=self.cpu, memory=self.memory, ephemeral=self.ephemeral, gpu=self.gpu)
-
-
-def use_of(resources: Mapping[str, Any]) -> Use:
-    """A Kubernetes resource list (``allocatable``, ``requests``…) as a Use."""
-    return Use(
-        cpu=_amount(resources, "cpu", 1000),
-        memory=_amount(resources, "memory"),
-        ephemeral=_amount(resources, "ephemeral-storage"),
-        gpu=sum(_amount(resources, name) for name in GPU_RESOURCES),
-    )
-
-
-def _asked(container: Mapping[str, Any]) -> Use:
-    """A container's requests; its limits stand in for those it leaves out, as the API
-    server's defaulting makes them."""
-    resources = container.get("resources") or {}
-    return use_of({**(resources.get("limits") or {}), **(resources.get("requests") or {})})
-
-
-def pod_requests(pod: Mapping[str, Any]) -> Use:
-    """What the scheduler reserves for a pod, plus memory-backed emptyDir size limits.
-
-    Containers add up; an init container runs alone (with the sidecars started before it),
-    so the pod needs the larger of the two; sidecars (init containers that restart
-    ``Always``) run throughout; the runtime class's ``overhead`` comes on top.
-    """
-    spec = pod.get("spec") or {}
-    total = sum((_asked(c) for c in spec.get("containers") or []), Use())
-    sidecars = init_peak = Use()
-    for container in spec.get("initContainers") or []:
-        asked = _asked(container)
-        if container.get("restartPolicy") == "Always":
-            total += asked
-            sidecars += asked
-            asked = sidecars
-        else:
-            asked += sidecars
-        init_peak = init_peak.most(asked)
-    total = total.most(init_peak) + use_of(spec.get("overhead") or {})
-    in_memory = sum(
-        _amount(volume["emptyDir"], "sizeLimit")
-        for volume in spec.get("volumes") or []
-        if (volume.get("emptyDir") or {}).get("medium") == "Memory"
-    )
-    return total + Use(memory=in_memory)
-
-
-def pod_use(pod: Mapping[str, Any]) -> tuple[str, Use] | None:
-    """(node, requests) of a pod that holds resources on a node; None for any other."""
-    node = (pod.get("spec") or {}).get("nodeName")
-    if not node or (pod.get("status") or {}).get("phase") in FINISHED:
-        return None
-    return str(node), pod_requests(pod)
-
-
-def claim_of(pvc: Mapping[str, Any]) -> tuple[str | None, int]:
-    """(storage class, bytes) of a claim: the larger of its request and what it was given.
-    The class is None when the claim names none (the default class applies)."""
-    spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
-    size = max(
-        _amount((spec.get("resources") or {}).get("requests") or {}, "storage"),
-        _amount(status.get("capacity") or {}, "storage"),
-    )
-    return spec.get("storageClassName"), size
-
-
-def is_default_class(storage_class: Mapping[str, Any]) -> bool:
-    annotations = (storage_class.get("metadata") or {}).get("annotations") or {}
-    return bool(annotations.get(DEFAULT_CLASS) == "true")
+def amounts(use: Use) -> Amounts:
+    """Resources in whole units as the inventory event carries them."""
+    return Amounts(cpu=use.cpu, memory=use.memory, ephemeral=use.ephemeral, gpu=use.gpu)
 
 
 @dataclass(frozen=True)
@@ -266,15 +132,15 @@ def build(
             excluded.append(ExcludedNode(name=name, reason=reason))
             continue
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        units = {resource: _amount(allocatable, resource) for resource in GPU_RESOURCES}
+        units = {resource: amount(allocatable, resource) for resource in GPU_RESOURCES}
         node_labels_now = (node.get("metadata") or {}).get("labels") or {}
         gpus = node_gpus(name, node_labels_now, units, registry)
         for problem in gpus.problems:
             problems[f"gpu:{problem}"] = problem
         inventory = NodeInventory(
             name=name,
-            allocatable=use_of(allocatable).amounts(),
-            allocated=used.get(name, Use()).amounts(),
+            allocatable=amounts(use_of(allocatable)),
+            allocated=amounts(used.get(name, Use())),
             gpus=sorted(gpus.gpus, key=lambda g: (g.vendor, g.model)),
             storage_classes=sorted(config.classes_for(name) & pools.keys()),
         )

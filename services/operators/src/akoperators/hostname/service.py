@@ -29,6 +29,7 @@ from typing import Any
 import kopf
 import prometheus_client
 
+from akkube.calls import resource_path
 from akoperators.domain.hosts import (
     HOST_LABEL,
     MANAGED_BY,
@@ -43,7 +44,7 @@ from akoperators.domain.hosts import (
 )
 from akoperators.hostname.settings import HostnameSettings
 from akoperators.kopfrun import connect, operator_settings, registry_with_login, run_kopf
-from akoperators.kube import Kube, KubeError, resource_path
+from akoperators.kube import Kube, KubeError
 from akservice import Runtime, ServiceSpec
 from aktypes.events import OperatorStatus
 

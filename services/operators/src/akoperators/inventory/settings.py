@@ -21,7 +21,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from akoperators.domain.inventory import InventoryConfig, parse_quantity
+from akkube.quantity import parse_quantity
+from akoperators.domain.inventory import InventoryConfig
 from akservice import Duration
 
 _CLASS = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")

@@ -27,6 +27,7 @@ import kopf
 from aiohttp import web
 from prometheus_client import Counter, Gauge
 
+from akkube.calls import resource_path
 from akoperators.domain.ips import (
     METAL_LB,
     SERVICE_TARGET,
@@ -38,7 +39,7 @@ from akoperators.domain.ips import (
 )
 from akoperators.ip.settings import IPSettings
 from akoperators.kopfrun import connect, operator_settings, registry_with_login, run_kopf
-from akoperators.kube import Kube, KubeError, resource_path
+from akoperators.kube import Kube, KubeError
 from akservice import Runtime, ServiceSpec
 from aktypes.events import OperatorStatus
 
