@@ -18,22 +18,46 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 from akbus import metrics
+from akbus.backend import StreamEntry
 from akbus.errors import ConnectionLost
+from akbus.message import BusLike
 from akbus.retry import until_reachable
-
-if TYPE_CHECKING:
-    from akbus.subscriber import Subscriber
+from akbus.settings import BusSettings
 
 log = logging.getLogger("akbus")
+
+
+class Subscribed(Protocol):
+    """What maintenance works on, of its :class:`~akbus.subscriber.Subscriber`: where it
+    reads, its settings, and the entry bookkeeping the two share."""
+
+    @property
+    def bus(self) -> BusLike: ...
+    @property
+    def stream(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def consumer(self) -> str: ...
+    @property
+    def settings(self) -> BusSettings: ...
+    @property
+    def _stopping(self) -> bool: ...
+    @property
+    def _held(self) -> set[str]: ...  # ids of entries queued or being handled
+    def _full(self) -> bool: ...
+    def _busy(self, entry_id: str) -> bool: ...
+    def _take(self, items: Iterable[tuple[StreamEntry, int]]) -> None: ...
 
 
 class Maintenance:
     """The periodic work of one :class:`~akbus.subscriber.Subscriber`."""
 
-    def __init__(self, subscriber: Subscriber) -> None:
+    def __init__(self, subscriber: Subscribed) -> None:
         self.sub = subscriber  # its entry bookkeeping (``_held``, ``_take``…) is shared
 
     async def run(self) -> None:

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from akbus.backend import Fields
-
-if TYPE_CHECKING:
-    from akbus.memory import MemoryBackend
 
 
 class Store:
@@ -39,10 +36,25 @@ class Store:
         return value
 
 
+class Keys(Protocol):
+    """What a transaction uses of its :class:`~akbus.memory.MemoryBackend`: the store, and
+    the writes that also touch streams or expiry."""
+
+    @property
+    def _store(self) -> Store: ...
+    async def hgetall(self, key: str) -> dict[str, str]: ...
+    async def smembers(self, key: str) -> set[str]: ...
+    def _live(self, name: str) -> object | None: ...  # the stream of that name
+    def _set(self, key: str, value: str, ex: int | None) -> None: ...
+    def _delete(self, *keys: str) -> int: ...
+    def _expire(self, key: str, seconds: int) -> None: ...
+    def _xadd(self, name: str, fields: Mapping[str, str], maxlen: int | None) -> str: ...
+
+
 class MemoryTx:
     """Reads see the store now; writes are applied together at commit."""
 
-    def __init__(self, backend: MemoryBackend) -> None:
+    def __init__(self, backend: Keys) -> None:
         self._b = backend
         self.queued: list[Callable[[], object]] = []
 

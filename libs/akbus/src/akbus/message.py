@@ -12,24 +12,67 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
-from akbus.backend import Fields, Tx
+from akbus.backend import Backend, Fields, Tx
 from akbus.keys import applied_key, reply_key
+from akbus.settings import BusSettings
 from aktypes.events import Envelope, Payload
-
-if TYPE_CHECKING:
-    from akbus.bus import Bus
 
 P = TypeVar("P", bound=Payload)
 R = TypeVar("R", bound=Payload)
 R2 = TypeVar("R2", bound=Payload)
 
 
+class BusLike(Protocol):
+    """What messages, their transactions and subscribers use of the :class:`akbus.Bus` that
+    delivers them: a protocol, so that these modules need not import the one that makes
+    them."""
+
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def settings(self) -> BusSettings: ...
+
+    def envelope(
+        self,
+        payload: Payload,
+        *,
+        causation: Envelope[Any] | None = None,
+        correlation_id: str | None = None,
+        reply_to: str | None = None,
+        stream: str | None = None,
+    ) -> Envelope[Payload]: ...
+    async def publish(
+        self,
+        stream: str,
+        payload: Payload,
+        *,
+        causation: Envelope[Any] | None = None,
+        correlation_id: str | None = None,
+    ) -> str: ...
+    async def apply_once(
+        self, marker: str, body: TxFn | None = None, *, cause: Envelope[Any] | None = None
+    ) -> bool: ...
+    async def transact(self, body: TxFn, *, cause: Envelope[Any] | None = None) -> None: ...
+    async def request(
+        self,
+        stream: str,
+        command: Payload,
+        expect: Any = None,
+        *,
+        timeout_s: float = 10.0,
+        attempts: int = 1,
+        command_id: str | None = None,
+        cause: Envelope[Any] | None = None,
+    ) -> Payload: ...
+    async def trim(self, stream: str, *, keep_s: float | None = None) -> int: ...
+
+
 class BusTx:
     """A :class:`~akbus.backend.Tx` that can also publish events and send the reply."""
 
-    def __init__(self, tx: Tx, bus: Bus, cause: Envelope[Any] | None) -> None:
+    def __init__(self, tx: Tx, bus: BusLike, cause: Envelope[Any] | None) -> None:
         self.state = tx
         self._bus = bus
         self._cause = cause
@@ -65,7 +108,7 @@ class Message(Generic[P]):
     group: str
     consumer: str
     deliveries: int
-    bus: Bus
+    bus: BusLike
     _requests: int = field(default=0, repr=False)  # requests made by this delivery
 
     @property
@@ -132,7 +175,7 @@ class Message(Generic[P]):
         reply: Payload = await self.bus.request(
             stream,
             command,
-            expect,  # type: ignore[arg-type]
+            expect,
             timeout_s=timeout_s,
             attempts=attempts,
             command_id=command_id,

@@ -36,22 +36,19 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from akbus import metrics
 from akbus.backend import StreamEntry
 from akbus.errors import ConnectionLost, PermanentError, RetryableError
 from akbus.keys import reply_key
 from akbus.maintenance import Maintenance
-from akbus.message import Message, stored_reply
+from akbus.message import BusLike, Message, stored_reply
 from akbus.retry import until_reachable
 from akbus.settings import BusSettings
 from aktypes.events import DeadLetter, Envelope, InvalidEntryError, Payload, envelope_from_fields
 from aktypes.events.envelope import printable_fields
 from aktypes.events.streams import dlq_stream
-
-if TYPE_CHECKING:
-    from akbus.bus import Bus
 
 log = logging.getLogger("akbus")
 
@@ -66,7 +63,7 @@ class Subscriber:
 
     def __init__(
         self,
-        bus: Bus,
+        bus: BusLike,
         stream: str,
         *,
         group: str,

@@ -9,7 +9,14 @@ import pytest
 
 from aktypes.errors import ManifestCrossValidationError, ManifestError
 from aktypes.groupspec import GroupSpec
-from aktypes.manifest import HTTPOptions, Manifest, cross_validation_problems, manifest_problems
+from aktypes.manifest import (
+    HTTPOptions,
+    Manifest,
+    check_against_groups,
+    cross_validation_problems,
+    manifest_problems,
+    validate_manifest,
+)
 from aktypes.manifest.nginx import NGINX, SAFE_VALUE, ingress_annotations, safe_annotations
 
 
@@ -148,8 +155,8 @@ def test_not_json_is_a_clear_error() -> None:
 def test_valid_manifest_passes_validation() -> None:
     manifest = parse(manifest_data())
     assert manifest_problems(manifest) == []
-    manifest.check()
-    manifest.check_against(groups(groups_data()))
+    validate_manifest(manifest)
+    check_against_groups(manifest, groups(groups_data()))
 
 
 def _set(path: list[Any], value: Any) -> Any:
@@ -225,7 +232,7 @@ def test_validation_rules(mutate: Any, fragment: str) -> None:
     problems = manifest_problems(parse(data))
     assert any(fragment in p for p in problems), problems
     with pytest.raises(ManifestError):
-        parse(data).check()
+        validate_manifest(parse(data))
 
 
 def test_at_least_one_global_expose() -> None:
@@ -263,14 +270,14 @@ def test_cross_validation(mutate_groups: Any, fragment: str) -> None:
     problems = cross_validation_problems(manifest, groups(data))
     assert any(fragment in p for p in problems), problems
     with pytest.raises(ManifestCrossValidationError):
-        manifest.check_against(groups(data))
+        check_against_groups(manifest, groups(data))
 
 
 def test_invalid_manifest_is_not_reported_as_a_cross_validation_error() -> None:
     data = manifest_data()
     data[0]["services"][1]["image"] = ""
     with pytest.raises(ManifestError) as info:
-        parse(data).check_against(groups(groups_data()))
+        check_against_groups(parse(data), groups(groups_data()))
     assert not isinstance(info.value, ManifestCrossValidationError)
 
 

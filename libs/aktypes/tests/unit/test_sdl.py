@@ -5,6 +5,7 @@ import textwrap
 import pytest
 
 from aktypes.errors import SDLError
+from aktypes.manifest import check_against_groups
 from aktypes.resources import EndpointKind
 from aktypes.sdl import SDL, Diagnostic, Severity, parse_sdl, sdl_version
 
@@ -90,7 +91,7 @@ def test_v20_builds_one_unit_per_service() -> None:
     services = result.manifest.groups[0].services or []
     assert [s.name for s in services] == ["db", "web"]
     assert services[0].resources.id == 1 and services[1].resources.id == 2
-    result.manifest.check_against(result.groups)
+    check_against_groups(result.manifest, result.groups)
 
 
 def test_v21_shares_a_unit_between_services_of_the_same_profile() -> None:
@@ -100,7 +101,7 @@ def test_v21_shares_a_unit_between_services_of_the_same_profile() -> None:
     assert unit.count == 3
     assert [ep.kind for ep in unit.resource.endpoints or ()] == [EndpointKind.SHARED_HTTP]
     assert {s.resources.id for s in result.manifest.groups[0].services or ()} == {1}
-    result.manifest.check_against(result.groups)
+    check_against_groups(result.manifest, result.groups)
 
 
 def test_manifest_defaults_match_akash() -> None:
@@ -173,7 +174,7 @@ def test_endpoint_sequence_numbers_follow_akash_including_local_targets() -> Non
         ("", 8080, True),
         ("api", 8080, False),
     ]
-    result.manifest.check_against(result.groups)
+    check_against_groups(result.manifest, result.groups)
 
 
 def test_storage_gpu_params_and_credentials() -> None:

@@ -1,15 +1,12 @@
 """Every event and command the services exchange, as one discriminated union.
 
 ``Event`` is the union of all payloads, discriminated by their ``type`` wire tag;
-``EVENT_ADAPTER`` validates any of them from JSON. ``STREAM_TYPES`` says which payloads
-belong on which stream (status snapshots and replies are checked by their own helpers).
+``EVENT_ADAPTER`` validates any of them from JSON (both from :mod:`.union`). ``STREAM_TYPES``
+says which payloads belong on which stream (status snapshots and replies are checked by their
+own helpers).
 """
 
 from __future__ import annotations
-
-from typing import Annotated
-
-from pydantic import Field, TypeAdapter
 
 from aktypes.events import streams
 from aktypes.events.base import LeaseClosedReason, Payload, ResourceOffer
@@ -113,6 +110,7 @@ from aktypes.events.tx import (
     TxMsg,
     WithdrawLease,
 )
+from aktypes.events.union import EVENT_ADAPTER, Event
 
 CHAIN_EVENT_TYPES = (
     OrderCreated,
@@ -186,80 +184,6 @@ STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
     streams.INVENTORY_EVENTS: (InventoryCluster, InventoryNodes, InventoryStorage),
 }
 
-Event = Annotated[
-    OrderCreated
-    | OrderClosed
-    | BidCreated
-    | BidClosed
-    | LeaseCreated
-    | LeaseClosed
-    | LeaseReclaimStarted
-    | DeploymentCreated
-    | DeploymentUpdated
-    | DeploymentClosed
-    | GroupStarted
-    | GroupPaused
-    | GroupClosed
-    | ProviderUpdated
-    | AuditorAttributesChanged
-    | BroadcastTx
-    | TxCommitted
-    | TxFailed
-    | ReserveResources
-    | UnreserveResources
-    | LookupReservation
-    | ScreenGroup
-    | ResourcesReserved
-    | ReservationFailed
-    | ResourcesUnreserved
-    | ReservationFound
-    | GroupScreened
-    | GetLeaseStatus
-    | GetLeaseManifest
-    | CheckHostnames
-    | MigrateHostnames
-    | MigrateEndpoints
-    | LeaseStatusReport
-    | LeaseManifestReport
-    | HostnamesChecked
-    | Migrated
-    | MigrationRefused
-    | LeaseQueryFailed
-    | DeploymentApplied
-    | DeploymentHealth
-    | LeaseTornDown
-    | InventoryChanged
-    | LeaseFundsMonitor
-    | BidPlaced
-    | BidDeclined
-    | LeaseWon
-    | ProviderBidClosed
-    | ScreenBid
-    | BidScreened
-    | ManifestReceived
-    | ManifestRejected
-    | ManifestTimedOut
-    | SubmitManifest
-    | ManifestAccepted
-    | WithdrawalRequested
-    | LeaseOutOfFunds
-    | SweepRequested
-    | ChainStatus
-    | BidEngineStatus
-    | ClusterStatus
-    | ManifestStatus
-    | BalanceStatus
-    | GatewayStatus
-    | OperatorStatus
-    | InventoryCluster
-    | InventoryNodes
-    | InventoryStorage
-    | DeadLetter,
-    Field(discriminator="type"),
-]
-"""Any payload that can appear on a stream."""
-
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 __all__ = [
     "CHAIN_EVENT_TYPES",

@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aktypes.errors import AkTypesError
 from aktypes.events.base import Payload
+from aktypes.events.union import EVENT_ADAPTER
 
 P = TypeVar("P", bound=Payload)
 
@@ -216,7 +216,7 @@ def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> E
         missing = [name for name in WIRE_FIELDS if name not in data]
         raise InvalidEntryError(f"stream entry lacks fields {missing}") from None
     try:
-        payload = _event_adapter().validate_json(payload_json)
+        payload = EVENT_ADAPTER.validate_json(payload_json)
     except ValidationError as exc:
         raise InvalidEntryError(f"payload of type {tag!r} is invalid: {exc}") from exc
     if getattr(payload, "type", None) != tag:
@@ -243,13 +243,6 @@ def envelope_from_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> E
             "payload": payload,
         }
     )
-
-
-@cache
-def _event_adapter() -> TypeAdapter[Any]:
-    from aktypes.events import EVENT_ADAPTER  # noqa: PLC0415 - the union imports this module
-
-    return EVENT_ADAPTER
 
 
 def _text_fields(fields: Mapping[str, str] | Mapping[bytes, bytes]) -> Mapping[str, str]:

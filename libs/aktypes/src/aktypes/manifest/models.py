@@ -9,8 +9,7 @@ as Akash ignores them.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import Field, RootModel, ValidationError
 
@@ -18,9 +17,6 @@ from aktypes.boundedjson import JSONBoundsError, check_json
 from aktypes.errors import ManifestError
 from aktypes.gojson import GoModel, UInt32, sorted_json
 from aktypes.resources import Endpoint, EndpointKind, Resources
-
-if TYPE_CHECKING:
-    from aktypes.groupspec import GroupSpec
 
 TCP = "TCP"
 UDP = "UDP"
@@ -181,18 +177,6 @@ class Manifest(RootModel[list[Group]]):
 
     def version_hex(self) -> str:
         return self.version().hex()
-
-    def check(self) -> None:
-        """Akash's ``Manifest.Validate``; raise ``ManifestError`` listing every problem."""
-        from aktypes.manifest.validation import validate_manifest  # noqa: PLC0415 (cycle)
-
-        validate_manifest(self)
-
-    def check_against(self, groups: Sequence[GroupSpec]) -> None:
-        """Validate, then cross-validate against the deployment's groups on chain."""
-        from aktypes.manifest.validation import check_against_groups  # noqa: PLC0415 (cycle)
-
-        check_against_groups(self, groups)
 
     @classmethod
     def from_json(cls, data: str | bytes) -> Manifest:

@@ -57,12 +57,9 @@ from akcluster.adapters.kube_rules import (
     up_to_date,
 )
 from akcluster.adapters.kube_scan import AKASH_API, KubeScan
-from akcluster.adapters.null_deploy import (
-    LEASE_LABELS,
-    LeaseStatus,
-    ingress_routes,
-)
+from akcluster.deployments.ports import LeaseStatus
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE, SERVICE_TARGET
+from akcluster.domain.objects.reading import LEASE_LABELS, ingress_routes
 from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from akkube.calls import resource_path, send
 from akkube.client import api_client

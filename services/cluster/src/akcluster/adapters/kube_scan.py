@@ -24,16 +24,13 @@ import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Protocol, Self
 
 from akcluster.adapters.kube_rules import fingerprint, up_to_date
-from akcluster.adapters.null_deploy import lease_id_of
 from akcluster.domain.objects.base import MANAGED
+from akcluster.domain.objects.reading import lease_id_of
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
-
-if TYPE_CHECKING:
-    from akcluster.adapters.kube_deploy import KubeDeployments
 
 log = logging.getLogger("akcluster.kube_deploy")
 
@@ -44,6 +41,19 @@ Pages = AsyncGenerator[list[Obj], None]
 AKASH_API = "akash.network/v2beta2"
 UNORDERED = frozenset({"ProviderHost", "ProviderLeasedIP"})  # not named after their lease
 PAGE = 100  # objects per page: two pages of each kind are held at once
+
+
+class Source(Protocol):
+    """What a scan reads through, the ``kube`` backend
+    (:class:`~akcluster.adapters.kube_deploy.KubeDeployments`): where the API serves a kind
+    (None: not served), and the objects of one LIST page by page."""
+
+    manifest_namespace: str
+
+    async def _resource(self, api_version: str, kind: str) -> object | None: ...
+    def _pages(
+        self, resource: Any, namespace: str | None, selector: str = "", limit: int = 0
+    ) -> Pages: ...
 
 
 def _key(obj: Mapping[str, Any]) -> Key:
@@ -121,7 +131,7 @@ class KubeScan:
     """One reading of every lease's objects: :meth:`unchanged` lease after lease, in the
     order of their namespaces' names, then :meth:`unclaimed`; ``async with`` it."""
 
-    def __init__(self, kube: KubeDeployments) -> None:
+    def __init__(self, kube: Source) -> None:
         self._kube = kube
         self._listings: dict[tuple[str, str], _Listing | None] = {}
         self._manifests: list[LeaseID] = []

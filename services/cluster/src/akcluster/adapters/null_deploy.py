@@ -3,11 +3,6 @@
 For runs without Kubernetes (development, end-to-end tests of the other services): it
 takes what the deployment managers apply, answers as a cluster would once everything is
 running (every service available with its full count), and forgets a lease on teardown.
-
-It also holds what both deployment backends share, because it needs nothing but aktypes:
-:data:`LeaseStatus` and :func:`lease_id_of` (the lease an object belongs to, from its
-labels or a Manifest's ``spec.lease_id``). The ``kube`` backend
-(:mod:`akcluster.adapters.kube_deploy`) re-exports them.
 """
 
 from __future__ import annotations
@@ -16,31 +11,14 @@ import copy
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Self
 
-from akcluster.domain.objects.base import (
-    LEASE_DSEQ,
-    LEASE_GSEQ,
-    LEASE_OSEQ,
-    LEASE_OWNER,
-    LEASE_PROVIDER,
-    SERVICE_TARGET,
-)
-from aktypes.errors import InvalidIDError
-from aktypes.events import LeaseStatusReport, ServiceStatus
+from akcluster.deployments.ports import LeaseStatus
+from akcluster.domain.objects.base import SERVICE_TARGET
+from akcluster.domain.objects.reading import ingress_routes, lease_id_of
+from aktypes.events import ServiceStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
 Obj = dict[str, Any]
-
-LeaseStatus = LeaseStatusReport
-"""What ``lease_status`` answers: services, forwarded ports and leased IPs of a lease."""
-
-LEASE_LABELS = {
-    "owner": LEASE_OWNER,
-    "dseq": LEASE_DSEQ,
-    "gseq": LEASE_GSEQ,
-    "oseq": LEASE_OSEQ,
-    "provider": LEASE_PROVIDER,
-}
 
 # what ``prune`` may remove: the objects of a lease's services, its Ingresses and policies
 PRUNED_KINDS = frozenset(
@@ -61,24 +39,6 @@ PRUNED_KINDS = frozenset(
 
 
 MANIFEST_NAMESPACE_KINDS = frozenset({"ProviderHost", "ProviderLeasedIP"})
-
-
-def lease_id_of(obj: Mapping[str, Any]) -> LeaseID | None:
-    """The lease ``obj`` belongs to: from its five lease labels, else (a Manifest) from
-    ``spec.lease_id``; None when it names no valid lease."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    candidates: list[Mapping[str, Any]] = []
-    if all(label in labels for label in LEASE_LABELS.values()):
-        candidates.append({part: labels[label] for part, label in LEASE_LABELS.items()})
-    spec = obj.get("spec")
-    if isinstance(spec, Mapping) and isinstance(spec.get("lease_id"), Mapping):
-        candidates.append(spec["lease_id"])
-    for parts in candidates:
-        try:  # the string form: numbers in labels (and Akash's dseq) are strings
-            return LeaseID.parse("/".join(str(parts.get(part, "")) for part in LEASE_LABELS))
-        except InvalidIDError:
-            continue
-    return None
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -211,14 +171,3 @@ class NullScan:
             elif lease_namespace(lease_id) == name:
                 namespaces.append(lease_id)
         return manifests, namespaces
-
-
-def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(hostname, Service) of each rule of an Ingress that routes a host to a Service."""
-    routes = []
-    for rule in (ingress.get("spec") or {}).get("rules") or ():
-        for path in (rule.get("http") or {}).get("paths") or ():
-            name = ((path.get("backend") or {}).get("service") or {}).get("name")
-            if name and rule.get("host") and (rule["host"], name) not in routes:
-                routes.append((str(rule["host"]), str(name)))
-    return routes

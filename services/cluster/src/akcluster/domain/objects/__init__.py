@@ -12,7 +12,8 @@ the adapters send what these return.
 - :mod:`.network`: NetworkPolicies, Services, Ingresses;
 - :mod:`.lease`: everything of a lease in apply order, and what is stale;
 - :mod:`.manifest`: the Manifest resource, both ways;
-- :mod:`.custom`: ProviderHosts and Akash's CRDs.
+- :mod:`.custom`: ProviderHosts and Akash's CRDs;
+- :mod:`.reading`: objects read back, the lease each belongs to, an Ingress's routes.
 """
 
 from akcluster.domain.objects.base import (

@@ -1,0 +1,150 @@
+"""Recovery at start: the lease records reconciled with what Kubernetes holds.
+
+Every deployed lease's objects are built as its deploy would build them and compared with
+the cluster's, read with one LIST per kind (:meth:`~akcluster.deployments.ports.Backend.scan`),
+and only a lease whose objects differ is deployed again. A Manifest resource without a
+record (a provider moved from Akash's, or Redis lost) gets one, and a lease namespace with
+neither is torn down.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from akbus import BusTx
+from akcluster import metrics
+from akcluster.deployments.context import Context
+from akcluster.deployments.ports import Scan
+from akcluster.deployments.steps import Steps, lease_params
+from akcluster.domain.leases import LeaseRecord
+from akcluster.domain.ledger import Ledger
+from akcluster.domain.objects import group_from_manifest_object
+from akcluster.registry import Holders, names_kept
+from aktypes.ids import LeaseID
+from aktypes.manifest.models import Group
+from aktypes.namespace import lease_namespace
+
+log = logging.getLogger("akcluster.deployments")
+
+RECOVERED = ("unchanged", "reapplied", "queued", "adopted", "orphans")
+
+
+class Recovery:
+    """Rebuilds the managers of every lease from the records and the cluster."""
+
+    def __init__(self, context: Context, steps: Steps) -> None:
+        self.records = context.records
+        self.backend = context.backend
+        self.reservations = context.reservations
+        self.hostnames = context.hostnames
+        self.endpoints = context.endpoints
+        self.build = context.build
+        self.blocked = context.blocked
+        self.clock = context.clock
+        self.wake = context.wake
+        self.steps = steps
+
+    async def recover(self) -> dict[str, int]:
+        """Rebuild every lease's manager from its record and what the cluster holds.
+
+        A deployed lease's objects are built as its deploy would build them and compared with
+        the cluster's, read once for all leases (:meth:`.Backend.scan`: one LIST per kind),
+        the leases taken in the order of their namespaces' names, as the API lists them. A
+        lease whose objects all match and whose names stay is ready as it is: nothing is
+        written and its health check stays as scheduled. One with an object missing or
+        changed (drift while the service was down) is deployed again; any other lease's next
+        step is queued now. A Manifest resource without a record (a provider moved from
+        Akash's, or Redis lost) is adopted; a lease namespace with neither is torn down.
+        What was done, by lease: ``unchanged``, ``reapplied``, ``queued``, ``adopted``,
+        ``orphans``.
+        """
+        counts = dict.fromkeys(RECOVERED, 0)
+        members = await self.records.members()
+        log.info("recovering %d lease(s): their records and the cluster's objects", len(members))
+        ledger = await self.reservations.refresh()
+        names = Holders(await self.hostnames.holders()), Holders(await self.endpoints.holders())
+        order = sorted(members, key=lambda member: lease_namespace(LeaseID.parse(member)))
+        async with self.backend.scan() as scan, self.records.read(order) as records:
+            async for record in records:
+                outcome = await self._outcome(record, scan, ledger, names)
+                counts[outcome] += 1
+                if outcome != "unchanged":
+                    await self._again(record.lease_id)
+            manifests, namespaces = await scan.unclaimed()
+        known = set(members)
+        for lease_id in manifests:
+            if str(lease_id) in known:
+                continue
+            known.add(str(lease_id))
+            resource = await self.backend.manifest(lease_id)
+            if resource is None:  # gone meanwhile
+                continue
+            _, group, version = group_from_manifest_object(resource)
+            closed = await self.records.get(lease_id)
+            if closed is None:
+                await self._adopt(lease_id, group, version)
+                counts["adopted"] += 1
+            elif closed.state == "closed":  # closed here: the resource is a leftover
+                await self._queue_teardown(lease_id, group, version)
+        for lease_id in namespaces:
+            if str(lease_id) not in known:
+                log.warning("lease namespace of %s has no manifest: tearing it down", lease_id)
+                await self._queue_teardown(lease_id, None, "")
+                counts["orphans"] += 1
+        for outcome, count in counts.items():
+            metrics.RECOVERED.labels(outcome).inc(count)
+        self.wake.set()
+        return counts
+
+    async def _outcome(
+        self, record: LeaseRecord, scan: Scan, ledger: Ledger, names: tuple[Holders, Holders]
+    ) -> str:
+        """What recovery does with a lease: nothing (``unchanged``), deploy it again
+        (``reapplied``), or queue its next step (``queued``: it is not deployed)."""
+        if record.state != "deployed" or record.applied != record.version:
+            return "queued"
+        if not names_kept(record, *names, self.blocked, self.build.ingress_domain):
+            return "reapplied"
+        objects = self.steps.objects(record, lease_params(record, ledger))
+        return "unchanged" if await scan.unchanged(objects) else "reapplied"
+
+    async def _again(self, lease_id: LeaseID) -> None:
+        """Queue the lease's next step now; a deployed lease is deployed again."""
+        now = self.clock()
+
+        def again(
+            before: LeaseRecord | None, _tx: BusTx
+        ) -> tuple[LeaseRecord | None, float | None]:
+            if before is None:
+                return None, None
+            if before.state == "deployed":
+                return before.model_copy(update={"state": "deploying"}), now
+            return before, now
+
+        await self.records.update(lease_id, again)
+
+    async def _adopt(self, lease_id: LeaseID, group: Group, version: str) -> None:
+        now = self.clock()
+
+        def adopt(
+            before: LeaseRecord | None, _tx: BusTx
+        ) -> tuple[LeaseRecord | None, float | None]:
+            if before is not None:
+                return None, None
+            return LeaseRecord(lease_id=lease_id, group=group, version=version, recovered=True), now
+
+        await self.records.update(lease_id, adopt)
+        await self.reservations.reseed(str(lease_id.order_id), group)
+
+    async def _queue_teardown(self, lease_id: LeaseID, group: Group | None, version: str) -> None:
+        now = self.clock()
+
+        def close(
+            before: LeaseRecord | None, _tx: BusTx
+        ) -> tuple[LeaseRecord | None, float | None]:
+            base = before or LeaseRecord(
+                lease_id=lease_id, group=group or Group(name="", services=[]), version=version
+            )
+            return base.model_copy(update={"state": "closing"}), now
+
+        await self.records.update(lease_id, close)
