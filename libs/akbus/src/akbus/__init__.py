@@ -30,7 +30,7 @@ from akbus.errors import (
 )
 from akbus.memory import MemoryBackend
 from akbus.message import BusTx, Message
-from akbus.records import Change, Records
+from akbus.records import Change, Records, Snapshot
 from akbus.redis_backend import RedisBackend
 from akbus.settings import BusSettings, RedisSettings
 from akbus.subscriber import Subscriber
@@ -53,6 +53,7 @@ __all__ = [
     "RedisSettings",
     "RequestTimeout",
     "RetryableError",
+    "Snapshot",
     "StreamMismatch",
     "Subscriber",
     "Tx",

@@ -26,8 +26,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akbus import Bus, BusTx, Change, Message, Records, RequestTimeout, UnexpectedReply
-from akbus.records import Snapshot
+from akbus import (
+    Bus,
+    BusTx,
+    Change,
+    Message,
+    Records,
+    RequestTimeout,
+    Snapshot,
+    UnexpectedReply,
+)
 from akmanifest import metrics
 from akmanifest.adapters.chain import CachedChain
 from akmanifest.domain.checks import (
