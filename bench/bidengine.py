@@ -227,7 +227,7 @@ class Sections:
                 self.times["queue: published → handler"].append(time.perf_counter() - sent)
             await handler(msg)
 
-        step = self.timed("step: MULTI/EXEC + BroadcastTx", orders._step)
+        step = self.timed("step: guarded write + BroadcastTx", orders.records.update)
 
         async def timed_step(order_id: str, *args: Any, **kwargs: Any) -> Any:
             try:
@@ -242,7 +242,7 @@ class Sections:
 
         orders.on_order_created = on_order_created  # type: ignore[method-assign]
         orders.record = self.timed("record: GET", orders.record)  # type: ignore[method-assign]
-        orders._step = timed_step  # type: ignore[method-assign]
+        orders.records.update = timed_step  # type: ignore[method-assign,assignment]
         orders.asker = timed_asker  # type: ignore[method-assign]
 
     def finish(self) -> None:

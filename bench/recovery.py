@@ -48,7 +48,7 @@ leases, written in pipelined batches as the service itself writes it:
 - balance service: each lease monitored (checked lately, what it owes since its last
   periodic withdrawal), its next check with its claim guard — 10 to 20 minutes ahead,
   beyond the run, so that no check, and so no chain, is needed while measuring — the chain's
-  total paid for it so far, and the sum earned (:mod:`akbalance.ledger`);
+  total paid for it so far, and the sum earned (:mod:`akbalance.domain.records`);
 - gateway: nothing, for it keeps no state (its dashboard folds a bounded window of the
   streams); it serves what the others' statuses say.
 
@@ -94,8 +94,8 @@ import aiohttp
 import kubernetes
 import redis
 
-from akbalance.ledger import DUE, EARNED, GUARD, WITHDRAWN
-from akbalance.ledger import LEASES as MONITORED_KEY
+from akbalance.domain.records import DUE, EARNED, GUARD, WITHDRAWN
+from akbalance.domain.records import LEASES as MONITORED_KEY
 from akbalance.settings import BalanceSettings
 from akbalance.testing import BalanceProcess
 from akbidengine.domain.order import FINAL_TTL_S, OrderRecord

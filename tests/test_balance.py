@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from akbalance.ledger import DUE, LEASES
+from akbalance.domain.records import DUE, LEASES
 from akbus import Bus, BusTx, RedisSettings
 from akcli.testing import DSEQS, Provider, certified, flow, frozen, leased, sdl, whole_suite
 from akdevnet.testing import DevnetClients

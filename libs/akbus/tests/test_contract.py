@@ -547,6 +547,8 @@ async def test_guarded_commits_apply_only_while_the_guard_holds(bus: Bus) -> Non
     assert await bus.apply_if("version", None, writes)  # absent, as expected
     assert await bus.backend.get("version") == "1"
     assert await bus.backend.hgetall("records") == {"a": "x", "b": "y"}
+    assert await bus.backend.hget("records", "b") == "y"
+    assert await bus.backend.hget("records", "c") is None
     assert await bus.backend.smembers("members") == {"a", "b"}
     assert await bus.backend.zrangebyscore("deadlines", 0, 2) == [("a", 1.5)]
     assert await bus.backend.get("count") == "2"

@@ -30,6 +30,7 @@ from akbus.errors import (
 )
 from akbus.memory import MemoryBackend
 from akbus.message import BusTx, Message
+from akbus.records import Change, Records, Snapshot
 from akbus.redis_backend import RedisBackend
 from akbus.settings import BusSettings, RedisSettings
 from akbus.subscriber import Subscriber
@@ -40,16 +41,19 @@ __all__ = [
     "BusError",
     "BusSettings",
     "BusTx",
+    "Change",
     "ConnectionLost",
     "DeadLetterEntry",
     "HandlerError",
     "MemoryBackend",
     "Message",
     "PermanentError",
+    "Records",
     "RedisBackend",
     "RedisSettings",
     "RequestTimeout",
     "RetryableError",
+    "Snapshot",
     "StreamMismatch",
     "Subscriber",
     "Tx",

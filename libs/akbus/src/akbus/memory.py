@@ -440,6 +440,10 @@ class MemoryBackend:
     async def mget(self, keys: Sequence[str]) -> list[str | None]:
         return [await self.get(key) for key in keys]
 
+    async def hget(self, key: str, field: str) -> str | None:
+        value = self._store.alive(key)
+        return value.get(field) if isinstance(value, dict) and not isinstance(value, ZSet) else None
+
     async def hgetall(self, key: str) -> dict[str, str]:
         value = self._store.alive(key)
         return dict(value) if isinstance(value, dict) and not isinstance(value, ZSet) else {}

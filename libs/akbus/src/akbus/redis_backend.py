@@ -377,6 +377,10 @@ class RedisBackend:
             return []
         return list(await self._call(self._r.mget, list(keys)))
 
+    async def hget(self, key: str, field: str) -> str | None:
+        value: str | None = await self._call(self._r.hget, key, field)
+        return value
+
     async def hgetall(self, key: str) -> dict[str, str]:
         return dict(await self._call(self._r.hgetall, key))
 

@@ -17,7 +17,7 @@ import logging
 from akbalance import metrics
 from akbalance.adapters.chain import BlockClock, ChainReader
 from akbalance.errors import ChainUnavailable
-from akbalance.ledger import Ledger
+from akbalance.handlers import Balance
 from akbalance.settings import BalanceSettings
 from akbus import ConnectionLost
 from akchain.lcd import LCDClient
@@ -36,15 +36,15 @@ from aktypes.events.streams import CHAIN_RESULTS, CLUSTER_EVENTS
 log = logging.getLogger("akbalance")
 
 
-async def run_checks(rt: Runtime[BalanceSettings], ledger: Ledger) -> None:
+async def run_checks(rt: Runtime[BalanceSettings], balance: Balance) -> None:
     while True:
         with contextlib.suppress(ConnectionLost):
-            await ledger.check_due()
+            await balance.check_due()
         if not await rt.sleep(0.5):
             return
 
 
-async def run_sweeps(rt: Runtime[BalanceSettings], ledger: Ledger) -> None:
+async def run_sweeps(rt: Runtime[BalanceSettings], balance: Balance) -> None:
     settings = rt.settings
     keep = settings.keep()
     deposit = Coin.parse(settings.bid_deposit)
@@ -55,7 +55,7 @@ async def run_sweeps(rt: Runtime[BalanceSettings], ledger: Ledger) -> None:
                 bids.payload.orders if bids and isinstance(bids.payload, BidEngineStatus) else 0
             )
             reserved = {deposit.denom: orders * deposit.amount}
-            await ledger.sweep(settings.sweep_address, keep, reserved, settings.fee())
+            await balance.sweeps.sweep(settings.sweep_address, keep, reserved, settings.fee())
         if not await rt.sleep(settings.sweep_interval):
             return
 
@@ -63,19 +63,19 @@ async def run_sweeps(rt: Runtime[BalanceSettings], ledger: Ledger) -> None:
 class Status:
     """Publishes the status; warns once each time a balance falls below the minimum."""
 
-    def __init__(self, rt: Runtime[BalanceSettings], ledger: Ledger) -> None:
+    def __init__(self, rt: Runtime[BalanceSettings], balance: Balance) -> None:
         self.rt = rt
-        self.ledger = ledger
+        self.balance = balance
         self.minimum = rt.settings.minimum()
         self.low: set[str] = set()
 
     async def once(self) -> BalanceStatus:
-        ledger = self.ledger
+        balance = self.balance
         balances: dict[str, int] = {}
         try:
-            balances = await ledger.chain.balances(ledger.provider)
+            balances = await balance.chain.balances(balance.provider)
         except ChainUnavailable as exc:
-            ledger.last_error = str(exc)
+            balance.last_error = str(exc)
         for denom, amount in balances.items():
             metrics.BALANCE.labels(denom).set(amount)
         low = {d for d, least in self.minimum.items() if balances and least > balances.get(d, 0)}
@@ -94,24 +94,24 @@ class Status:
             metrics.BELOW_MINIMUM.labels(denom).set(1 if denom in low else 0)
         if balances:
             self.low = low
-        earned, swept = await ledger.earned(), await ledger.swept()
+        earned, swept = await balance.earnings.earned(), await balance.earnings.swept()
         for denom, amount in earned.items():
             metrics.EARNED.labels(denom).set(amount)
         for denom, amount in swept.items():
             metrics.SWEPT.labels(denom).set(amount)
-        leases, unpaid = await ledger.watched()
+        leases, unpaid = await balance.watched()
         for denom, amount in unpaid.items():
             metrics.UNPAID.labels(denom).set(amount)
         metrics.LEASES.set(leases)
         return BalanceStatus(
             leases=leases,
-            last_error=ledger.last_error,
+            last_error=balance.last_error,
             earned=earned,
             unpaid=unpaid,
             swept=swept,
             balances=balances,
             below_minimum=sorted(self.low),
-            pending=await ledger.pending_count(),
+            pending=await balance.pending_count(),
         )
 
 
@@ -121,7 +121,7 @@ async def start(rt: Runtime[BalanceSettings]) -> None:
     log.info("balance service for provider %s", address)
     lcd = await rt.resource(LCDClient(settings.api))
     rpc = await rt.resource(RPCClient(settings.node))
-    ledger = Ledger(
+    balance = Balance(
         bus=rt.bus,
         chain=ChainReader(lcd, rpc),
         policy=settings.policy(),
@@ -131,16 +131,16 @@ async def start(rt: Runtime[BalanceSettings]) -> None:
         recovery_window_s=settings.recovery_window,
         clock=BlockClock(settings.average_block_time),
     )
-    await rt.wait_for("the monitored leases in Redis", ledger.recover)
+    await rt.wait_for("the monitored leases in Redis", balance.recover)
     events = rt.subscriber(CLUSTER_EVENTS)
-    events.add(LeaseFundsMonitor, ledger.on_funds_monitor)
+    events.add(LeaseFundsMonitor, balance.on_funds_monitor)
     results = rt.subscriber(CHAIN_RESULTS)
-    results.add(TxCommitted, ledger.on_tx_committed)
-    results.add(TxFailed, ledger.on_tx_failed)
-    rt.supervise(run_checks(rt, ledger), "checks")
-    rt.publish_status(Status(rt, ledger).once, settings.balance_status_interval)
+    results.add(TxCommitted, balance.on_tx_committed)
+    results.add(TxFailed, balance.on_tx_failed)
+    rt.supervise(run_checks(rt, balance), "checks")
+    rt.publish_status(Status(rt, balance).once, settings.balance_status_interval)
     if settings.sweep_address:
-        rt.supervise(run_sweeps(rt, ledger), "sweeps")
+        rt.supervise(run_sweeps(rt, balance), "sweeps")
 
 
 SPEC = ServiceSpec(

@@ -14,10 +14,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from akbidengine.domain.order import DEADLINES_KEY, OrderRecord, State, record_key
+from akbidengine.domain.order import OrderRecord, State
 from akbidengine.errors import ChainUnavailable
 from akbidengine.handlers import Orders
-from akbus import BusTx
+from akbus import Change
 from akchain.models import Order
 from aktypes.events import ReservationFailed, ReserveResources, ResourcesReserved
 
@@ -43,23 +43,22 @@ async def adopt_or_consider(orders: Orders, order: Order, session: str) -> None:
         if isinstance(reply, ReservationFailed):
             log.warning("our open bid on %s has no capacity behind it: %s", key, reply.reason)
 
-    async def body(tx: BusTx) -> None:
-        if await tx.state.get(record_key(key)) is not None:
-            return
-        record = OrderRecord(
-            order_id=key,
-            state=state,
-            owner=order.id.owner,
-            group=order.spec,
-            price=existing.price,
-            deposit=orders.policy.deposit,
-            updated_at=now,
-        )
-        tx.state.set(record_key(key), record.model_dump_json())
-        if state == "open" and orders.policy.bid_timeout > 0:
-            tx.state.zadd(DEADLINES_KEY, {key: now + orders.policy.bid_timeout})
+    record = OrderRecord(
+        order_id=key,
+        state=state,
+        owner=order.id.owner,
+        group=order.spec,
+        price=existing.price,
+        deposit=orders.policy.deposit,
+        updated_at=now,
+    )
+    timeout = orders.policy.bid_timeout
+    due = now + timeout if state == "open" and timeout > 0 else None
 
-    await orders.bus.transact(body)
+    def adopt(before: OrderRecord | None) -> Change[OrderRecord] | None:
+        return Change(record, due=due) if before is None else None
+
+    await orders.records.update(key, adopt, absent=True)
 
 
 async def catch_up(orders: Orders, session: str, *, concurrency: int = 16) -> int:

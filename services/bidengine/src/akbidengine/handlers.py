@@ -1,10 +1,13 @@
 """From order to bid to lease: the bid engine's handlers, each a step of one order's life.
 
-Every step reads the order's record and writes its next state in one Redis transaction
-together with what the step sends (a ``BroadcastTx`` for the chain relay, an event on
-``akash.provider.bidengine.events``), so a step is taken once however often its trigger is
-delivered, and a process killed at any point resumes where the record says. Requests to the
-cluster (reserve, unreserve) happen before the transaction and are idempotent by order id.
+Every step is a transition of the order's record (:class:`akbus.Records`): its next state
+is written in one guarded Redis write together with what the step sends (a ``BroadcastTx``
+for the chain relay, an event on ``akash.provider.bidengine.events``), so a step is taken
+once however often its trigger is delivered, and a process killed at any point resumes
+where the record says. Whether to bid is one pure decision
+(:func:`akbidengine.domain.decision.decide`), the same that screening answers with.
+Requests to the cluster (reserve, unreserve) happen before the write and are idempotent by
+order id.
 
 Triggers: ``OrderCreated`` (and the catch-up of open orders at start and periodically),
 ``LeaseCreated``, ``OrderClosed``, ``BidClosed`` from the chain; ``TxCommitted`` /
@@ -22,19 +25,20 @@ from typing import Any
 
 from akbidengine import metrics
 from akbidengine.adapters.chain import ChainQueries
-from akbidengine.domain.filtering import TenantPolicy, screen
+from akbidengine.domain.decision import Bid, Capacity, Decline, Need, decide
+from akbidengine.domain.filtering import TenantPolicy
 from akbidengine.domain.order import (
     ACTIVE_KEY,
     DEADLINES_KEY,
     FINAL_TTL_S,
+    RECORD_PREFIX,
     OrderRecord,
     close_bid_key,
     create_bid_key,
-    record_key,
 )
 from akbidengine.domain.pricing import PriceRequest, PricingError, PricingStrategy
 from akbidengine.facts import Facts
-from akbus import Bus, BusTx, Message, RequestTimeout, RetryableError
+from akbus import Bus, Change, Message, Records, RequestTimeout, RetryableError
 from akchain.models import Order
 from aktypes.coin import Coin, DecCoin
 from aktypes.events import (
@@ -63,6 +67,7 @@ from aktypes.events import (
     UnreserveResources,
 )
 from aktypes.events.streams import BIDENGINE_EVENTS, CHAIN_TX, CLUSTER_COMMANDS
+from aktypes.groupspec import GroupSpec
 from aktypes.ids import OrderID
 
 log = logging.getLogger("akbidengine")
@@ -105,11 +110,21 @@ class Orders:
         self.facts = facts
         self.policy = policy
         self.clock = clock
+        self.records = Records(
+            bus,
+            OrderRecord,
+            RECORD_PREFIX,
+            active=ACTIVE_KEY,
+            schedule=DEADLINES_KEY,
+            final=lambda record: record.final,
+            final_ttl_s=FINAL_TTL_S,
+            log=log,
+            noun="order",
+        )
 
     # -- helpers --------------------------------------------------------------------------
     async def record(self, order_id: str) -> OrderRecord | None:
-        raw = await self.bus.backend.get(record_key(order_id))
-        return OrderRecord.model_validate_json(raw) if raw else None
+        return await self.records.get(order_id)
 
     def asker(self, msg: Message[Any] | None, scope: str) -> Ask:
         """Cluster requests with stable command ids: a re-run gets the reply already given."""
@@ -139,74 +154,25 @@ class Orders:
         await ask(UnreserveResources(order_id=order_id), ResourcesUnreserved)
         metrics.RESERVATION.labels("unreserve", "success").inc()
 
-    async def _step(
-        self,
-        order_id: str,
-        body: Callable[[OrderRecord | None, BusTx], OrderRecord | None],
-        cause: Envelope[Any] | None,
-        *,
-        absent: bool = False,
-    ) -> tuple[OrderRecord | None, OrderRecord | None]:
-        """Run ``body`` on the stored record; store what it returns. (before, after)
-
-        One guarded write: it commits only if the record is still the one ``body`` saw,
-        else the record is read again and ``body`` runs again. ``absent``: the caller has
-        just seen that there is no record (saves reading it).
-        """
-        key = record_key(order_id)
-        raw: str | None = None
-        while True:
-            if not absent:
-                raw = await self.bus.backend.get(key)
-            absent = False
-            before = OrderRecord.model_validate_json(raw) if raw else None
-            after: OrderRecord | None = None
-
-            async def write(tx: BusTx, before: OrderRecord | None = before) -> None:
-                nonlocal after
-                after = body(before, tx)
-                if after is None or after is before:
-                    return
-                ttl = FINAL_TTL_S if after.final else None
-                tx.state.set(key, after.model_dump_json(), ex=ttl)
-                if after.final:
-                    tx.state.srem(ACTIVE_KEY, order_id)
-                    tx.state.zrem(DEADLINES_KEY, order_id)
-                else:
-                    tx.state.sadd(ACTIVE_KEY, order_id)
-
-            if await self.bus.apply_if(key, raw, write, cause=cause):
-                break
-        if after is not None and (before is None or before.state != after.state):
-            log.info(
-                "order %s: %s -> %s",
-                order_id,
-                before.state if before else "new",
-                after.state,
-                extra={"order_id": order_id, "cause": after.cause or ""},
-            )
-        return before, after
-
-    def _decline(self, order_id: OrderID, reasons: list[DeclineReason]) -> Callable[..., Any]:
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
-            if before is not None:
-                return before
-            tx.publish(BIDENGINE_EVENTS, BidDeclined(order_id=order_id, reasons=reasons))
-            return OrderRecord(
-                order_id=str(order_id),
-                state="declined",
-                owner=order_id.owner,
-                reasons=[f"{r.code}: {r.message}" for r in reasons],
-                updated_at=self.clock(),
-            )
-
-        return body
-
     async def decline(
         self, order_id: OrderID, reasons: list[DeclineReason], cause: Envelope[Any] | None
     ) -> None:
-        _, after = await self._step(str(order_id), self._decline(order_id, reasons), cause)
-        if after is not None and after.state == "declined":
+        declined = BidDeclined(order_id=order_id, reasons=reasons)
+        record = OrderRecord(
+            order_id=str(order_id),
+            state="declined",
+            owner=order_id.owner,
+            reasons=[f"{r.code}: {r.message}" for r in reasons],
+            updated_at=self.clock(),
+        )
+
+        def first(before: OrderRecord | None) -> Change[OrderRecord] | None:
+            if before is not None:
+                return None
+            return Change(record, publish=[(BIDENGINE_EVENTS, declined)])
+
+        _, after = await self.records.update(str(order_id), first, cause=cause)
+        if after is not None:
             log.info("declined order %s: %s", order_id, "; ".join(r.code for r in reasons))
 
     # -- a new order ----------------------------------------------------------------------
@@ -219,62 +185,80 @@ class Orders:
             return
         await self.consider(order, self.asker(msg, ""), msg.envelope)
 
+    async def judge(
+        self, group: GroupSpec, owner: str, capacity: Callable[[], Awaitable[Capacity]]
+    ) -> Bid | Decline:
+        """Run :func:`~akbidengine.domain.decision.decide` to its verdict, asking
+        ``capacity`` for the cluster's answer and the pricing strategy for the price."""
+        facts, tenants = self.facts.current(), self.policy.tenants
+        offered: Capacity | None = None
+        price: DecCoin | PricingError | None = None
+        while True:
+            verdict = decide(group, owner, facts, tenants, capacity=offered, price=price)
+            if verdict is Need.CAPACITY:
+                offered = await capacity()
+            elif verdict is Need.PRICE:
+                offer = offered.offer if offered is not None else ()
+                started = time.monotonic()
+                try:
+                    price = await self.strategy.price(PriceRequest(owner, group, offer))
+                except PricingError as exc:
+                    price = exc
+                metrics.PRICING_DURATION.observe(time.monotonic() - started)
+            else:
+                return verdict
+
     async def consider(self, order: Order, ask: Ask, cause: Envelope[Any] | None) -> None:
         """Screen, reserve, price and bid on ``order`` — once, whatever runs it again."""
         order_id, spec = order.id, order.spec
-        reasons = screen(spec, order_id.owner, self.facts.current(), self.policy.tenants)
-        if reasons:
-            metrics.SHOULD_BID.labels("decline").inc()
-            await self.decline(order_id, reasons, cause)
-            return
-        metrics.SHOULD_BID.labels("accept").inc()
-        started = time.monotonic()
-        reply = await ask(
-            ReserveResources(order_id=order_id, group=spec), (ResourcesReserved, ReservationFailed)
-        )
-        metrics.RESERVATION_DURATION.observe(time.monotonic() - started)
-        if isinstance(reply, ReservationFailed):
-            metrics.RESERVATION.labels("reserve", "fail").inc()
-            reason = DeclineReason(code=reply.code, message=reply.reason)
-            await self.decline(order_id, [reason], cause)
-            return
-        metrics.RESERVATION.labels("reserve", "success").inc()
-        allocated = tuple(reply.allocated)
-        started = time.monotonic()
-        try:
-            price = await self.strategy.price(PriceRequest(order_id.owner, spec, allocated))
-            problem = price_problem(price, spec.price())
-        except PricingError as exc:
-            problem = DeclineReason(code=exc.code, message=str(exc))
-        metrics.PRICING_DURATION.observe(time.monotonic() - started)
-        if problem is not None:
-            await self._unreserve(ask, order_id)
-            await self.decline(order_id, [problem], cause)
+
+        async def reserve() -> Capacity:
+            metrics.SHOULD_BID.labels("accept").inc()  # the filters passed
+            started = time.monotonic()
+            reply = await ask(
+                ReserveResources(order_id=order_id, group=spec),
+                (ResourcesReserved, ReservationFailed),
+            )
+            metrics.RESERVATION_DURATION.observe(time.monotonic() - started)
+            if isinstance(reply, ReservationFailed):
+                metrics.RESERVATION.labels("reserve", "fail").inc()
+                return Capacity(reasons=(DeclineReason(code=reply.code, message=reply.reason),))
+            metrics.RESERVATION.labels("reserve", "success").inc()
+            return Capacity(offer=tuple(reply.allocated))
+
+        verdict = await self.judge(spec, order_id.owner, reserve)
+        if isinstance(verdict, Decline):
+            if verdict.at == "filters":
+                metrics.SHOULD_BID.labels("decline").inc()
+            if verdict.at == "price":
+                await self._unreserve(ask, order_id)
+            await self.decline(order_id, verdict.reasons, cause)
             return
         bid = CreateBid(
             bid_id=order_id.bid(self.policy.provider),
-            price=price,
+            price=verdict.price,
             deposit=self.policy.deposit,
-            resources_offer=list(allocated),
+            resources_offer=list(verdict.offer),
             reclamation_window_seconds=int(self.policy.reclamation_window) or None,
         )
+        broadcast = BroadcastTx(key=create_bid_key(str(order_id)), msgs=[bid])
+        record = OrderRecord(
+            order_id=str(order_id),
+            state="bidding",
+            owner=order_id.owner,
+            group=spec,
+            price=verdict.price,
+            deposit=self.policy.deposit,
+            allocated=list(verdict.offer),
+            updated_at=self.clock(),
+        )
 
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
+        def bidding(before: OrderRecord | None) -> Change[OrderRecord] | None:
             if before is not None:
-                return before
-            tx.publish(CHAIN_TX, BroadcastTx(key=create_bid_key(str(order_id)), msgs=[bid]))
-            return OrderRecord(
-                order_id=str(order_id),
-                state="bidding",
-                owner=order_id.owner,
-                group=spec,
-                price=price,
-                deposit=self.policy.deposit,
-                allocated=list(allocated),
-                updated_at=self.clock(),
-            )
+                return None
+            return Change(record, publish=[(CHAIN_TX, broadcast)])
 
-        before, _ = await self._step(str(order_id), body, cause, absent=True)
+        before, _ = await self.records.update(str(order_id), bidding, cause=cause, absent=True)
         if before is not None and before.state in ("declined", "closed", "failed"):
             await self._unreserve(ask, order_id)  # another path finished it meanwhile
 
@@ -287,23 +271,25 @@ class Orders:
         # The bid's time runs from its commit (as the relay reported it), not from this
         # handler: a bid that landed while the engine was down gets no extra time.
         landed = min(now, msg.envelope.time.timestamp())
+        bid_id = OrderID.parse(order).bid(self.policy.provider)
 
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
+        def landed_bid(before: OrderRecord | None) -> Change[OrderRecord] | None:
             if before is None or before.state not in ("bidding", "closing"):
-                return before
-            bid_id = OrderID.parse(order).bid(self.policy.provider)
+                return None
             if before.state == "closing":
-                return self._close(before, tx, before.cause or BidCloseCause.LEASE_LOST, now)
+                return self._close(before, before.cause or BidCloseCause.LEASE_LOST, now)
+            events: list[tuple[str, Payload]] = []
             if before.price is not None and before.deposit is not None:  # set when bidding
                 placed = BidPlaced(bid_id=bid_id, price=before.price, deposit=before.deposit)
-                tx.publish(BIDENGINE_EVENTS, placed)
-            if self.policy.bid_timeout > 0:
-                tx.state.zadd(DEADLINES_KEY, {order: landed + self.policy.bid_timeout})
-            return before.to("open", now)
+                events.append((BIDENGINE_EVENTS, placed))
+            timeout = self.policy.bid_timeout
+            due = landed + timeout if timeout > 0 else None
+            return Change(before.to("open", now), publish=events, due=due)
 
-        before, after = await self._step(order, body, msg.envelope)
+        before, after = await self.records.update(order, landed_bid, cause=msg.envelope)
         if before is not None and after is not None and before.state != after.state:
             metrics.BID.labels("open", "success").inc()
+        self._count_closed(before, after)
 
     async def on_tx_failed(self, msg: Message[TxFailed]) -> None:
         kind, _, order = msg.payload.key.partition("/")
@@ -321,28 +307,37 @@ class Orders:
         reason = DeclineReason(
             code="bid_rejected", message=f"the chain refused the bid: {msg.payload.log}"[:500]
         )
+        declined = BidDeclined(order_id=order_id, reasons=[reason])
         now = self.clock()
 
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
+        def failed(before: OrderRecord | None) -> Change[OrderRecord] | None:
             if before is None or before.state not in ("bidding", "closing"):
-                return before
-            tx.publish(BIDENGINE_EVENTS, BidDeclined(order_id=order_id, reasons=[reason]))
-            return before.to("failed", now, reasons=[f"{reason.code}: {reason.message}"])
+                return None
+            after = before.to("failed", now, reasons=[f"{reason.code}: {reason.message}"])
+            return Change(after, publish=[(BIDENGINE_EVENTS, declined)])
 
-        await self._step(order, body, msg.envelope)
+        await self.records.update(order, failed, cause=msg.envelope)
         metrics.BID.labels("open", "fail").inc()
 
     # -- what the chain did ---------------------------------------------------------------
     def _close(
-        self, before: OrderRecord, tx: BusTx, cause: BidCloseCause, now: float, *, send: bool = True
-    ) -> OrderRecord:
+        self, before: OrderRecord, cause: BidCloseCause, now: float, *, send: bool = True
+    ) -> Change[OrderRecord]:
         bid_id = OrderID.parse(before.order_id).bid(self.policy.provider)
+        events: list[tuple[str, Payload]] = []
         if send:
             close = CloseBid(bid_id=bid_id, reason=LeaseClosedReason.UNSPECIFIED)
-            tx.publish(CHAIN_TX, BroadcastTx(key=close_bid_key(before.order_id), msgs=[close]))
-        tx.publish(BIDENGINE_EVENTS, ProviderBidClosed(bid_id=bid_id, cause=cause))
-        metrics.ORDER_COMPLETE.labels(_CLOSE_RESULT.get(cause, cause.value)).inc()
-        return before.to("closed", now, cause=cause)
+            broadcast = BroadcastTx(key=close_bid_key(before.order_id), msgs=[close])
+            events.append((CHAIN_TX, broadcast))
+        events.append((BIDENGINE_EVENTS, ProviderBidClosed(bid_id=bid_id, cause=cause)))
+        return Change(before.to("closed", now, cause=cause), publish=events)
+
+    @staticmethod
+    def _count_closed(before: OrderRecord | None, after: OrderRecord | None) -> None:
+        if after is None or after.state != "closed" or after.cause is None:
+            return
+        if before is None or before.state != "closed":
+            metrics.ORDER_COMPLETE.labels(_CLOSE_RESULT.get(after.cause, after.cause.value)).inc()
 
     async def finish(
         self,
@@ -371,14 +366,15 @@ class Orders:
             send = on_chain is not None and on_chain.state == "open"
         now = self.clock()
 
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
+        def over(before: OrderRecord | None) -> Change[OrderRecord] | OrderRecord | None:
             if before is None or before.state not in ("bidding", "open"):
-                return before
+                return None
             if before.state == "bidding":  # the bid is still on its way: close it once it lands
                 return before.to("closing", now, cause=cause)
-            return self._close(before, tx, cause, now, send=send)
+            return self._close(before, cause, now, send=send)
 
-        await self._step(order, body, envelope)
+        before, after = await self.records.update(order, over, cause=envelope)
+        self._count_closed(before, after)
 
     async def on_lease_created(self, msg: Message[LeaseCreated]) -> None:
         lease = msg.payload.lease_id
@@ -396,11 +392,13 @@ class Orders:
                 log.warning("lease %s won for an order the chain does not know", lease)
                 return
             group = chain_order.spec
+        won = LeaseWon(lease_id=lease, group=group, price=msg.payload.price)
         now = self.clock()
 
-        def body(before: OrderRecord | None, tx: BusTx) -> OrderRecord | None:
+        def winning(before: OrderRecord | None) -> Change[OrderRecord] | None:
             if before is not None and before.state in ("won", "closed", "declined", "failed"):
-                return before
+                return None
+            events: list[tuple[str, Payload]] = []
             if (
                 before is not None
                 and before.state == "bidding"
@@ -408,16 +406,14 @@ class Orders:
                 and before.deposit is not None
             ):  # the lease proves the bid landed; its commit result is still on its way
                 placed = BidPlaced(bid_id=lease.bid_id, price=before.price, deposit=before.deposit)
-                tx.publish(BIDENGINE_EVENTS, placed)
-            tx.publish(
-                BIDENGINE_EVENTS, LeaseWon(lease_id=lease, group=group, price=msg.payload.price)
-            )
+                events.append((BIDENGINE_EVENTS, placed))
+            events.append((BIDENGINE_EVENTS, won))
             base = before or OrderRecord(
                 order_id=order, state="won", owner=lease.owner, group=group
             )
-            return base.to("won", now)
+            return Change(base.to("won", now), publish=events)
 
-        before, after = await self._step(order, body, msg.envelope)
+        before, after = await self.records.update(order, winning, cause=msg.envelope)
         if after is not None and after.state == "won" and (before is None or before.state != "won"):
             metrics.ORDER_COMPLETE.labels("lease-won").inc()
 
@@ -446,7 +442,7 @@ class Orders:
     # -- deadlines ------------------------------------------------------------------------
     async def expire_due(self) -> int:
         """Close every bid whose deadline passed; how many were due."""
-        due = await self.bus.backend.zrangebyscore(DEADLINES_KEY, 0, self.clock())
+        due = await self.records.due(self.clock())
         for order, _ in due:
             await self.finish(
                 order,
@@ -457,24 +453,5 @@ class Orders:
             )
             record = await self.record(order)
             if record is None or record.state != "open":  # finished some other way
-
-                async def forget(tx: BusTx, order: str = order) -> None:
-                    tx.state.zrem(DEADLINES_KEY, order)
-
-                await self.bus.transact(forget)
+                await self.records.reschedule(order, None)
         return len(due)
-
-
-def price_problem(price: DecCoin, maximum: DecCoin) -> DeclineReason | None:
-    if price.denom != maximum.denom:
-        return DeclineReason(
-            code="price_denom_mismatch",
-            message=f"priced in {price.denom}, the order pays in {maximum.denom}",
-        )
-    if price.amount > maximum.amount:
-        return DeclineReason(
-            code="price_above_max", message=f"{price} is above the order's maximum {maximum}"
-        )
-    if not price.amount.is_positive():
-        return DeclineReason(code="price_zero", message=f"the price {price} is not positive")
-    return None

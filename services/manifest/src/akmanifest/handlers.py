@@ -5,9 +5,10 @@ A submission (``SubmitManifest`` from the gateway) goes through the checks of
 with what it implies. Accepted: the manifest stored for the deployment, one
 ``ManifestReceived`` per active lease of ours (the cluster deploys it), those leases'
 watchdogs removed and the ``ManifestAccepted`` reply — a guarded write on the deployment's
-record, so two submissions for one deployment (or a deployment closed meanwhile) cannot
-interleave: the loser is checked again. Rejected: the ``ManifestRejected`` reply and the
-same as an event.
+record (:class:`akbus.Records`), so two submissions for one deployment (or a deployment
+closed meanwhile) cannot interleave: the loser is checked again. Rejected: the
+``ManifestRejected`` reply and the same as an event. Leases won and closed and deployments
+closed change the record the same way, each a transition of it in one guarded write.
 
 Watchdogs: ``LeaseWon`` records the lease as waiting, with its deadline in a sorted set,
 unless a manifest was accepted for it already (it may come first: the chain, not the bid
@@ -25,7 +26,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akbus import Bus, BusTx, Message, RequestTimeout, UnexpectedReply
+from akbus import (
+    Bus,
+    BusTx,
+    Change,
+    Message,
+    Records,
+    RequestTimeout,
+    Snapshot,
+    UnexpectedReply,
+)
 from akmanifest import metrics
 from akmanifest.adapters.chain import CachedChain
 from akmanifest.domain.checks import (
@@ -47,6 +57,7 @@ from akmanifest.domain.records import (
     CLOSED_TTL_S,
     DEADLINES_KEY,
     DEPLOYMENTS_KEY,
+    RECORD_PREFIX,
     WAITING_KEY,
     DeploymentRecord,
     close_bid_key,
@@ -106,13 +117,21 @@ class Manifests:
         self.policy = policy
         self.clock = clock
         self.changed = asyncio.Event()  # set when the status may have changed
+        self.records = Records(
+            bus,
+            DeploymentRecord,
+            RECORD_PREFIX,
+            active=DEPLOYMENTS_KEY,
+            final=lambda record: record.state == "closed",
+            final_ttl_s=CLOSED_TTL_S,
+        )
 
     async def record(self, deployment_id: DeploymentID) -> DeploymentRecord | None:
-        return parse_record(await self.bus.backend.get(record_key(deployment_id)))
+        return await self.records.get(str(deployment_id))
 
     async def counts(self) -> tuple[int, int]:
         """Deployments with an accepted manifest, leases waiting for one."""
-        deployments = await self.bus.backend.smembers(DEPLOYMENTS_KEY)
+        deployments = await self.records.members()
         waiting = await self.bus.backend.hgetall(WAITING_KEY)
         return len(deployments), len(waiting)
 
@@ -120,15 +139,15 @@ class Manifests:
     async def on_submit(self, msg: Message[SubmitManifest]) -> None:
         deployment_id, manifest = msg.payload.deployment_id, msg.payload.manifest
         while True:
-            raw = await self.bus.backend.get(record_key(deployment_id))
+            snapshot = await self.records.read(str(deployment_id))
             try:
-                outcome = await self.check(msg, manifest, parse_record(raw))
+                outcome = await self.check(msg, manifest, snapshot.record)
             except ChainUnavailable as exc:
                 outcome = Rejection(CHAIN_UNAVAILABLE, f"the chain cannot be read now: {exc}")
             if isinstance(outcome, Rejection):
                 await self._reject(msg, outcome)
                 return
-            if await self._accept(msg, manifest, outcome, raw):
+            if await self._accept(msg, manifest, outcome, snapshot):
                 return
             # the deployment's record changed while the manifest was checked: check again
 
@@ -207,26 +226,29 @@ class Manifests:
         return problems[0] if problems else None
 
     async def _accept(
-        self, msg: Message[SubmitManifest], manifest: Manifest, leased: Leased, raw: str | None
+        self,
+        msg: Message[SubmitManifest],
+        manifest: Manifest,
+        leased: Leased,
+        snapshot: Snapshot[DeploymentRecord],
     ) -> bool:
+        """Commit the acceptance, unless the deployment's record changed since ``snapshot``."""
         deployment_id = msg.payload.deployment_id
         version = manifest.version_hex()
         leases = [lease for lease, _ in leased]
         after = DeploymentRecord.accepted(deployment_id, manifest, leases, self.clock())
         reply = ManifestAccepted(deployment_id=deployment_id, version=version, leases=leases)
 
-        async def body(tx: BusTx) -> None:
-            for lease, group in leased:
-                received = ManifestReceived(lease_id=lease, version=version, group=group)
-                tx.publish(MANIFEST_EVENTS, received)
-            tx.state.set(record_key(deployment_id), after.model_dump_json())
-            tx.state.sadd(DEPLOYMENTS_KEY, str(deployment_id))
-            if leases:
-                tx.state.hdel(WAITING_KEY, *after.leases)
-                tx.state.zrem(DEADLINES_KEY, *after.leases)
+        def writes(tx: BusTx) -> None:
+            _stop_watchdogs(tx, after.leases)
             _answer(tx, msg, reply)
 
-        if not await self.bus.apply_if(record_key(deployment_id), raw, body, cause=msg.envelope):
+        received = [
+            (MANIFEST_EVENTS, ManifestReceived(lease_id=lease, version=version, group=group))
+            for lease, group in leased
+        ]
+        change = Change(after, publish=received, writes=writes)
+        if not await self.records.commit(snapshot, change, cause=msg.envelope):
             return False
         metrics.SUBMISSIONS.labels("accepted").inc()
         self.changed.set()
@@ -266,28 +288,28 @@ class Manifests:
         deployment_id = lease.deployment_id
         self.chain.invalidate(deployment_id)
         now = self.clock()
+        timeout = self.policy.manifest_timeout
+        waiting = timeout > 0 and await self.bus.backend.hget(WAITING_KEY, str(lease)) is not None
 
-        async def body(tx: BusTx) -> None:
-            record = parse_record(await tx.state.get(record_key(deployment_id)))
-            if record is not None and (record.state == "closed" or record.has_lease(lease)):
-                return
-            if record is not None:  # a manifest accepted before this lease: it is this one's
-                group = record.parsed().group(msg.payload.group.name)
-                if group is not None:
-                    received = ManifestReceived(lease_id=lease, version=record.version, group=group)
-                    tx.publish(MANIFEST_EVENTS, received)
-                    updated = record.with_leases({*record.leases, str(lease)}, now)
-                    tx.state.set(record_key(deployment_id), updated.model_dump_json())
-                    return
-            if self.policy.manifest_timeout <= 0:
-                return
-            if await tx.state.hget(WAITING_KEY, str(lease)) is not None:
-                return
-            deadline = now + self.policy.manifest_timeout
+        def watch(tx: BusTx) -> None:
+            deadline = now + timeout
             tx.state.hset(WAITING_KEY, {str(lease): repr(deadline)})
             tx.state.zadd(DEADLINES_KEY, {str(lease): deadline})
 
-        await msg.apply_once(body)
+        def won(before: DeploymentRecord | None) -> Change[DeploymentRecord] | None:
+            if before is not None and (before.state == "closed" or before.has_lease(lease)):
+                return None
+            if before is not None:  # a manifest accepted before this lease: it is this one's
+                group = before.parsed().group(msg.payload.group.name)
+                if group is not None:
+                    received = ManifestReceived(lease_id=lease, version=before.version, group=group)
+                    updated = before.with_leases({*before.leases, str(lease)}, now)
+                    return Change(updated, publish=[(MANIFEST_EVENTS, received)])
+            if timeout <= 0 or waiting:
+                return None
+            return Change(writes=watch)  # guarded by the record: not closed meanwhile
+
+        await self.records.update(str(deployment_id), won, cause=msg.envelope)
         self.changed.set()
 
     async def on_lease_closed(self, msg: Message[LeaseClosed]) -> None:
@@ -298,15 +320,16 @@ class Manifests:
         self.chain.invalidate(deployment_id)
         now = self.clock()
 
-        async def body(tx: BusTx) -> None:
-            tx.state.hdel(WAITING_KEY, str(lease))
-            tx.state.zrem(DEADLINES_KEY, str(lease))
-            record = parse_record(await tx.state.get(record_key(deployment_id)))
-            if record is not None and record.has_lease(lease):
-                updated = record.with_leases(set(record.leases) - {str(lease)}, now)
-                tx.state.set(record_key(deployment_id), updated.model_dump_json())
+        def unwatch(tx: BusTx) -> None:
+            _stop_watchdogs(tx, [str(lease)])
 
-        await self.bus.transact(body, cause=msg.envelope)
+        def closed(before: DeploymentRecord | None) -> Change[DeploymentRecord]:
+            if before is not None and before.has_lease(lease):
+                updated = before.with_leases(set(before.leases) - {str(lease)}, now)
+                return Change(updated, writes=unwatch)
+            return Change(writes=unwatch)
+
+        await self.records.update(str(deployment_id), closed, cause=msg.envelope)
         self.changed.set()
 
     async def on_deployment_updated(self, msg: Message[DeploymentUpdated]) -> None:
@@ -320,19 +343,17 @@ class Manifests:
             deployment_id=str(deployment_id), state="closed", updated_at=self.clock()
         )
 
-        async def body(tx: BusTx) -> None:
-            waiting = [k for k in await tx.state.hgetall(WAITING_KEY) if k.startswith(prefix)]
-            if waiting:
-                tx.state.hdel(WAITING_KEY, *waiting)
-                tx.state.zrem(DEADLINES_KEY, *waiting)
-            record = parse_record(await tx.state.get(record_key(deployment_id)))
-            if record is None or record.state != "closed":
-                tx.state.set(
-                    record_key(deployment_id), tombstone.model_dump_json(), ex=CLOSED_TTL_S
-                )
-            tx.state.srem(DEPLOYMENTS_KEY, str(deployment_id))
+        def close(before: DeploymentRecord | None) -> DeploymentRecord | None:
+            return tombstone if before is None or before.state != "closed" else None
 
-        await self.bus.transact(body, cause=msg.envelope)
+        # the tombstone first: a lease won from now on finds it and waits for nothing
+        await self.records.update(str(deployment_id), close, cause=msg.envelope)
+
+        async def unwatch(tx: BusTx) -> None:
+            waiting = [k for k in await tx.state.hgetall(WAITING_KEY) if k.startswith(prefix)]
+            _stop_watchdogs(tx, waiting)
+
+        await self.bus.transact(unwatch, cause=msg.envelope)
         self.changed.set()
 
     # -- watchdogs ------------------------------------------------------------------------
@@ -376,6 +397,12 @@ class Manifests:
                 extra={"lease_id": key},
             )
         return fired
+
+
+def _stop_watchdogs(tx: BusTx, leases: list[str]) -> None:
+    if leases:
+        tx.state.hdel(WAITING_KEY, *leases)
+        tx.state.zrem(DEADLINES_KEY, *leases)
 
 
 def _answer(tx: BusTx, msg: Message[SubmitManifest], reply: Payload) -> None:

@@ -45,7 +45,8 @@ class BlockClock:
 
 
 class Chain(Protocol):
-    """What the ledger asks of the chain (:class:`ChainReader`; an in-memory one in tests)."""
+    """What the balance service asks of the chain (:class:`ChainReader`; an in-memory one in
+    tests)."""
 
     async def tip(self) -> Tip: ...
     async def escrow(self, lease_id: LeaseID, height: int) -> EscrowView | None: ...

@@ -30,8 +30,11 @@ FINAL: frozenset[str] = frozenset({"declined", "won", "closed", "failed"})
 FINAL_TTL_S = 7 * 24 * 3600
 
 
+RECORD_PREFIX = "akbidengine:order:"
+
+
 def record_key(order_id: str) -> str:
-    return f"akbidengine:order:{order_id}"
+    return RECORD_PREFIX + order_id
 
 
 ACTIVE_KEY = "akbidengine:active"

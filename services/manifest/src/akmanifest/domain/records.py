@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aktypes.ids import DeploymentID, LeaseID
 from aktypes.manifest import Manifest
 
+RECORD_PREFIX = "akmanifest:deployment:"
 DEPLOYMENTS_KEY = "akmanifest:deployments"
 WAITING_KEY = "akmanifest:waiting"
 DEADLINES_KEY = "akmanifest:deadlines"
@@ -26,7 +27,7 @@ CLOSED_TTL_S = 24 * 3600  # written for every closed deployment on chain, ours o
 
 
 def record_key(deployment_id: DeploymentID | str) -> str:
-    return f"akmanifest:deployment:{deployment_id}"
+    return f"{RECORD_PREFIX}{deployment_id}"
 
 
 def close_bid_key(lease_id: LeaseID) -> str:

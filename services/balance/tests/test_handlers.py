@@ -1,5 +1,5 @@
-"""The ledger on a real Redis, with an in-memory chain: which leases are watched, what a
-check decides and publishes, results, restarts, sweeps."""
+"""The balance service's handlers on a real Redis, with an in-memory chain: which leases are
+watched, what a check decides and publishes, results, restarts, sweeps, earnings."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from akbalance.adapters.chain import BlockClock
 from akbalance.domain.funds import EscrowView, Policy
-from akbalance.ledger import DUE, LEASES, PENDING, Ledger
+from akbalance.domain.records import DUE, LEASES, PENDING
+from akbalance.handlers import Balance
 from akbalance.testing import MemoryChain
 from akbus import Bus, RedisSettings
 from akbus.testing import FAST_SETTINGS, eventually, running
@@ -67,7 +68,7 @@ def escrow(*, balance: int, blocks: int, rate: str = "10") -> EscrowView:
 @dataclass
 class Harness:
     bus: Bus
-    ledger: Ledger
+    balance: Balance
     chain: MemoryChain
     now: list[float]
 
@@ -84,7 +85,7 @@ class Harness:
 async def harness(redis_url: str) -> AsyncIterator[Harness]:
     bus = Bus.connect(RedisSettings(url=redis_url), producer="test", settings=FAST_SETTINGS)
     chain, now = MemoryChain(), [10_000.0]
-    ledger = Ledger(
+    balance = Balance(
         bus=bus,
         chain=chain,
         policy=POLICY,
@@ -96,13 +97,13 @@ async def harness(redis_url: str) -> AsyncIterator[Harness]:
         now=lambda: now[0],
     )
     events = bus.subscriber(CLUSTER_EVENTS, group="balance", consumer="b")
-    events.add(LeaseFundsMonitor, ledger.on_funds_monitor)
+    events.add(LeaseFundsMonitor, balance.on_funds_monitor)
     results = bus.subscriber(CHAIN_RESULTS, group="balance", consumer="b")
-    results.add(TxCommitted, ledger.on_tx_committed)
-    results.add(TxFailed, ledger.on_tx_failed)
+    results.add(TxCommitted, balance.on_tx_committed)
+    results.add(TxFailed, balance.on_tx_failed)
     try:
         async with running(events, results):
-            yield Harness(bus, ledger, chain, now)
+            yield Harness(bus, balance, chain, now)
     finally:
         await bus.close()
 
@@ -112,7 +113,7 @@ async def watch(h: Harness, *leases: LeaseID, new: bool = True) -> None:
         await h.bus.publish(
             CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease_id, action="add", is_new_lease=new)
         )
-    await eventually(h.ledger.count, what="leases watched", until=lambda n: n == len(leases))
+    await eventually(h.balance.count, what="leases watched", until=lambda n: n == len(leases))
 
 
 async def test_a_dry_lease_is_withdrawn_once_and_its_earnings_counted(harness: Harness) -> None:
@@ -120,7 +121,7 @@ async def test_a_dry_lease_is_withdrawn_once_and_its_earnings_counted(harness: H
     await watch(h, lease(1))
     h.chain.height = 1050
     h.chain.views[str(lease(1))] = escrow(balance=400, blocks=50)  # 500 owed, 400 left
-    assert await h.ledger.check_due() == 1
+    assert await h.balance.check_due() == 1
     [command] = await h.published(CHAIN_TX)
     assert isinstance(command, BroadcastTx)
     assert command.msgs == [WithdrawLease(lease_id=lease(1))]
@@ -130,14 +131,14 @@ async def test_a_dry_lease_is_withdrawn_once_and_its_earnings_counted(harness: H
     assert events[1].balance.amount == Dec(-100)
     # in flight: not looked at again until its result
     h.now[0] += 600
-    assert await h.ledger.check_due() == 0
+    assert await h.balance.check_due() == 0
     h.chain.paid[str(lease(1))] = ("uact", 400)
     result = TxCommitted(key=command.key, tx_hash="AB" * 32, height=1051)
     await h.bus.publish(CHAIN_RESULTS, result)
     await eventually(
         lambda: h.bus.backend.hgetall(PENDING), what="result handled", until=lambda p: not p
     )
-    assert await h.ledger.earned() == {"uact": 400}
+    assert await h.balance.earnings.earned() == {"uact": 400}
     assert (await h.due())[str(lease(1))] == 10_000.0 + 600  # the dry recheck
     # the same result delivered again changes nothing
     await h.bus.publish(CHAIN_RESULTS, result)
@@ -150,7 +151,7 @@ async def test_a_dry_lease_is_withdrawn_once_and_its_earnings_counted(harness: H
         what="every result read",
         until=lambda summary: summary.count == 0,
     )
-    assert await h.ledger.earned() == {"uact": 400}
+    assert await h.balance.earnings.earned() == {"uact": 400}
 
 
 async def test_a_healthy_lease_is_withdrawn_at_the_period_and_a_small_one_skipped(
@@ -160,13 +161,13 @@ async def test_a_healthy_lease_is_withdrawn_at_the_period_and_a_small_one_skippe
     await watch(h, lease(1), lease(2))
     h.chain.views[str(lease(1))] = escrow(balance=10**9, blocks=500)  # 5,000uact to collect
     h.chain.views[str(lease(2))] = escrow(balance=10**9, blocks=50)  # 500uact: below 1,000
-    assert await h.ledger.check_due() == 2
+    assert await h.balance.check_due() == 2
     assert await h.published(CHAIN_TX) == []  # nothing due yet: the period is an hour
-    assert await h.ledger.unpaid() == {"uact": 5000 + 500}  # owed as of the check
+    assert await h.balance.unpaid() == {"uact": 5000 + 500}  # owed as of the check
     assert set((await h.due()).values()) == {10_000.0 + 600}
     h.now[0] = 10_000.0 + 3600
     with caplog.at_level(logging.INFO, logger="akbalance"):
-        assert await h.ledger.check_due() == 2
+        assert await h.balance.check_due() == 2
     [command] = await h.published(CHAIN_TX)
     assert command.msgs == [WithdrawLease(lease_id=lease(1))]
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
@@ -185,7 +186,7 @@ async def test_leases_due_together_share_a_transaction_up_to_the_batch_size(
     await watch(h, lease(1), lease(2), lease(3))
     for n in (1, 2, 3):
         h.chain.views[str(lease(n))] = escrow(balance=0, blocks=10)
-    await h.ledger.check_due()
+    await h.balance.check_due()
     commands = await h.published(CHAIN_TX)
     assert sorted(len(c.msgs) for c in commands) == [1, 2]
     assert {m.lease_id for c in commands for m in c.msgs} == {lease(1), lease(2), lease(3)}
@@ -195,7 +196,7 @@ async def test_a_failed_withdrawal_is_tried_again_after_the_retry_pause(harness:
     h = harness
     await watch(h, lease(1))
     h.chain.views[str(lease(1))] = escrow(balance=0, blocks=10)
-    await h.ledger.check_due()
+    await h.balance.check_due()
     [command] = await h.published(CHAIN_TX)
     await h.bus.publish(
         CHAIN_RESULTS, TxFailed(key=command.key, code=11, codespace="sdk", log="out of gas")
@@ -204,8 +205,8 @@ async def test_a_failed_withdrawal_is_tried_again_after_the_retry_pause(harness:
         lambda: h.bus.backend.hgetall(PENDING), what="failure handled", until=lambda p: not p
     )
     assert (await h.due())[str(lease(1))] == 10_000.0 + 60
-    assert "out of gas" in h.ledger.last_error
-    assert await h.ledger.earned() == {}
+    assert "out of gas" in h.balance.last_error
+    assert await h.balance.earnings.earned() == {}
 
 
 async def test_a_thousand_recovered_leases_are_checked_over_the_window_not_at_once(
@@ -222,14 +223,14 @@ async def test_a_thousand_recovered_leases_are_checked_over_the_window_not_at_on
     await h.bus.transact(seed)
     for n in leases:
         h.chain.views[n] = escrow(balance=10**9, blocks=1)
-    assert await h.ledger.recover() == 1000
+    assert await h.balance.recover() == 1000
     due = await h.due()
     assert min(due.values()) > 10_000.0 and max(due.values()) < 10_060.0
     looked: list[int] = []
     for second in range(1, 61):  # a check pass each second of the window
         h.now[0] = 10_000.0 + second
         before = len(h.chain.looked_at)
-        await h.ledger.check_due()
+        await h.balance.check_due()
         looked.append(len(h.chain.looked_at) - before)
     assert sum(looked) == 1000
     assert max(looked) <= 17  # about 1000 / 60 per second, never a burst
@@ -240,7 +241,7 @@ async def test_a_thousand_recovered_leases_are_checked_over_the_window_not_at_on
     await h.bus.publish(
         CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease(2002), action="add", is_new_lease=True)
     )
-    await eventually(h.ledger.count, what="two more", until=lambda n: n == 1002)
+    await eventually(h.balance.count, what="two more", until=lambda n: n == 1002)
     due = await h.due()
     assert 10_060.0 < due[str(lease(2001))] < 10_120.0
     assert due[str(lease(2002))] == 10_060.0
@@ -250,9 +251,9 @@ async def test_removed_and_closed_leases_are_no_longer_watched(harness: Harness)
     h = harness
     await watch(h, lease(1), lease(2))
     await h.bus.publish(CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease(1), action="remove"))
-    await eventually(h.ledger.count, what="one removed", until=lambda n: n == 1)
-    await h.ledger.check_due()  # lease 2: the chain no longer has it active
-    assert await h.ledger.count() == 0
+    await eventually(h.balance.count, what="one removed", until=lambda n: n == 1)
+    await h.balance.check_due()  # lease 2: the chain no longer has it active
+    assert await h.balance.count() == 0
     assert await h.due() == {}
 
 
@@ -262,19 +263,19 @@ async def test_a_sweep_sends_exactly_the_excess_once_at_a_time(harness: Harness)
     cold = address(7)
     keep = {"uakt": Dec(5_000_000), "uact": Dec(1_000_000)}
     fee = Coin(denom="uakt", amount=7_500)
-    sent = await h.ledger.sweep(cold, keep, {"uact": 500_000}, fee)
+    sent = await h.balance.sweeps.sweep(cold, keep, {"uact": 500_000}, fee)
     assert sent == [Coin(denom="uact", amount=1_500_000), Coin(denom="uakt", amount=14_992_500)]
     [command] = await h.published(CHAIN_TX)
     assert command.msgs == [Send(to_address=cold, amount=sent)]
     assert [
         e.amount for e in await h.published(BALANCE_EVENTS) if isinstance(e, SweepRequested)
     ] == sent
-    assert await h.ledger.sweep(cold, keep, {}, fee) == []  # the first has no result yet
+    assert await h.balance.sweeps.sweep(cold, keep, {}, fee) == []  # the first has no result yet
     await h.bus.publish(CHAIN_RESULTS, TxCommitted(key=command.key, tx_hash="EF" * 32, height=7))
     await eventually(
         lambda: h.bus.backend.hgetall(PENDING), what="sweep done", until=lambda p: not p
     )
-    assert await h.ledger.swept() == {"uact": 1_500_000, "uakt": 14_992_500}
+    assert await h.balance.earnings.swept() == {"uact": 1_500_000, "uakt": 14_992_500}
 
 
 async def test_results_counted_at_once_never_count_a_unit_twice(harness: Harness) -> None:
@@ -282,11 +283,11 @@ async def test_results_counted_at_once_never_count_a_unit_twice(harness: Harness
     name = str(lease(1))
     # two withdrawals' results read the chain's total (400, then 450) and count concurrently
     added = await asyncio.gather(
-        *(h.ledger._count(name, "uact", total) for total in (400, 450, 450))
+        *(h.balance.earnings.count(name, "uact", total) for total in (400, 450, 450))
     )
     assert sum(added) == 450
-    assert await h.ledger.earned() == {"uact": 450}
-    assert await h.ledger._count(name, "uact", 450) == 0  # a redelivery adds nothing
+    assert await h.balance.earnings.earned() == {"uact": 450}
+    assert await h.balance.earnings.count(name, "uact", 450) == 0  # a redelivery adds nothing
 
 
 async def test_one_deployments_leases_are_withdrawn_one_at_a_time(harness: Harness) -> None:
@@ -297,24 +298,24 @@ async def test_one_deployments_leases_are_withdrawn_one_at_a_time(harness: Harne
     await watch(h, first, second)
     for lease_id in (first, second):
         h.chain.views[str(lease_id)] = escrow(balance=0, blocks=10)
-    await h.ledger.check_due()
+    await h.balance.check_due()
     [command] = await h.published(CHAIN_TX)
     assert len(command.msgs) == 1
     [other] = {first, second} - {command.msgs[0].lease_id}
     h.now[0] += 5
-    await h.ledger.check_due()  # still in flight: the other waits
+    await h.balance.check_due()  # still in flight: the other waits
     assert len(await h.published(CHAIN_TX)) == 1
     await h.bus.publish(CHAIN_RESULTS, TxCommitted(key=command.key, tx_hash="AB" * 32, height=1011))
     await eventually(lambda: h.bus.backend.hgetall(PENDING), what="result", until=lambda p: not p)
     h.now[0] += 15  # looked at again two blocks (of 6 s) later
-    await h.ledger.check_due()
+    await h.balance.check_due()
     later = await h.published(CHAIN_TX)
     assert [c.msgs for c in later[1:]] == [[WithdrawLease(lease_id=other)]]
 
 
 async def test_two_replicas_never_check_one_lease_at_once(harness: Harness) -> None:
     h = harness
-    other = Ledger(
+    other = Balance(
         bus=h.bus,
         chain=h.chain,
         policy=POLICY,
@@ -329,7 +330,7 @@ async def test_two_replicas_never_check_one_lease_at_once(harness: Harness) -> N
     await watch(h, *leases)
     for lease_id in leases:  # every one dry: each check would publish a withdrawal
         h.chain.views[str(lease_id)] = escrow(balance=0, blocks=10)
-    await asyncio.gather(h.ledger.check_due(), other.check_due(), h.ledger.check_due())
+    await asyncio.gather(h.balance.check_due(), other.check_due(), h.balance.check_due())
     looked = collections.Counter(name for name, _ in h.chain.looked_at)
     assert set(looked) == {str(n) for n in leases} and set(looked.values()) == {1}
     withdrawn = [m.lease_id for c in await h.published(CHAIN_TX) for m in c.msgs]
@@ -343,7 +344,7 @@ async def test_a_lease_claimed_by_a_replica_that_died_is_checked_after_the_claim
     await watch(h, lease(1))
     h.chain.views[str(lease(1))] = escrow(balance=10**9, blocks=1)
     # a replica claims it, then dies before deciding anything
-    assert await h.ledger._claim(str(lease(1)), 10_000.0, h.now[0])
-    assert await h.ledger.check_due() == 0  # claimed: not due now
+    assert await h.balance._claim(str(lease(1)), 10_000.0, h.now[0])
+    assert await h.balance.check_due() == 0  # claimed: not due now
     h.now[0] += 121  # the claim lapsed
-    assert await h.ledger.check_due() == 1
+    assert await h.balance.check_due() == 1

@@ -1,21 +1,14 @@
-"""The monitored leases, their schedule and the withdrawals, kept in Redis.
+"""The balance service's handlers: the watched leases, their checks, withdrawals and results.
 
-Keys (all ``akbalance:*``):
-
-- ``leases``    hash  lease → ``{"next_periodic": t, "added": t, "unpaid": [denom, n]}``
-- ``due``       zset  lease → when to look at its escrow next
-- ``due:<lease>``     that time as written: a check claims the lease only while it is unchanged
-  (two replicas never check one lease at once)
-- ``pending``   hash  transaction key → what it carries (leases, reason, next checks)
-- ``withdrawn:<lease>``  ``denom:amount``, the chain's total paid to us, as last counted
-- ``earned``    hash  denom → the sum of what our withdrawals collected
-- ``sweeps``    hash  denom → the sum swept to the cold address
-
-A check and the withdrawal it decides are one Redis transaction: the ``BroadcastTx`` for the
-chain relay (which broadcasts each key at most once), the ``WithdrawalRequested`` events, the
-pending record and the lease's next check. A lease whose withdrawal is in flight is not due
-until its result comes (``TxCommitted``/``TxFailed`` on ``akash.provider.chain.results``, read
-through a consumer group: a restart picks them up), or until ``PENDING_TIMEOUT_S``.
+Which leases to watch comes from the cluster (``LeaseFundsMonitor``); each has a record in
+Redis and a next check on a schedule (the keys: :mod:`akbalance.domain.records`). A check
+and the withdrawal it decides (:mod:`akbalance.domain.funds`) are one Redis transaction: the
+``BroadcastTx`` for the chain relay (which broadcasts each key at most once), the
+``WithdrawalRequested`` events, the pending record and the lease's next check. A lease whose
+withdrawal is in flight is not due until its result comes (``TxCommitted``/``TxFailed`` on
+``akash.provider.chain.results``, read through a consumer group: a restart picks them up),
+or until ``PENDING_TIMEOUT_S``; a committed one's payment is counted in the earnings
+(:mod:`akbalance.earnings`); a sweep's result goes to :mod:`akbalance.sweeps`.
 """
 
 from __future__ import annotations
@@ -26,21 +19,32 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from akbalance import metrics
 from akbalance.adapters.chain import BlockClock, Chain
-from akbalance.domain.funds import Decision, Policy, decide, spread, sweep_amount
+from akbalance.domain.funds import Decision, Policy, decide, spread
+from akbalance.domain.records import (
+    CLAIM_S,
+    DUE,
+    GUARD,
+    LEASES,
+    PENDING,
+    PENDING_TIMEOUT_S,
+    SWEEP_PREFIX,
+    WITHDRAW_PREFIX,
+    deployment_of,
+)
+from akbalance.earnings import Earnings
 from akbalance.errors import ChainUnavailable, NodeCatchingUp
+from akbalance.sweeps import Sweeps
 from akbus import Bus, BusTx, Message
-from aktypes.coin import Coin, Dec, DecCoin
+from aktypes.coin import Dec, DecCoin
 from aktypes.events import (
     BroadcastTx,
     LeaseFundsMonitor,
     LeaseOutOfFunds,
-    Send,
-    SweepRequested,
     TxCommitted,
     TxFailed,
     WithdrawalRequested,
@@ -51,21 +55,11 @@ from aktypes.ids import LeaseID
 
 log = logging.getLogger("akbalance")
 
-PREFIX = "akbalance:"
-LEASES = PREFIX + "leases"
-DUE = PREFIX + "due"
-PENDING = PREFIX + "pending"
-WITHDRAWN = PREFIX + "withdrawn"
-EARNED = PREFIX + "earned"
-SWEPT = PREFIX + "sweeps"
-GUARD = PREFIX + "due:"  # + lease: its due time as written, the claim guard
-PENDING_TIMEOUT_S = 900.0
-CLAIM_S = 120.0  # a claimed lease is due again after this, should its checker die
-WITHDRAW_PREFIX, SWEEP_PREFIX = "withdraw/", "sweep/"
-
 
 @dataclass
-class Ledger:
+class Balance:
+    """The balance service's state machine over Redis (see :mod:`akbalance.domain.records`)."""
+
     bus: Bus
     chain: Chain
     policy: Policy
@@ -76,6 +70,15 @@ class Ledger:
     clock: BlockClock
     now: Callable[[], float] = time.time
     last_error: str = ""
+    earnings: Earnings = field(init=False)
+    sweeps: Sweeps = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.earnings = Earnings(self.bus)
+        self.sweeps = Sweeps(self.bus, self.chain, self.provider, self._failed, self.now)
+
+    def _failed(self, error: str) -> None:
+        self.last_error = error
 
     # -- which leases ---------------------------------------------------------------------
     async def on_funds_monitor(self, msg: Message[LeaseFundsMonitor]) -> None:
@@ -170,7 +173,7 @@ class Ledger:
                 await self._drop(lease)
                 continue
             record = json.loads(raw)
-            deployment = _deployment(lease)
+            deployment = deployment_of(lease)
             if deployment in settling:  # another lease of it is being withdrawn: next block
                 await self._later([lease], now + max(2 * self.clock.block_time, 1.0), "")
                 continue
@@ -283,7 +286,7 @@ class Ledger:
         found: set[str] = set()
         for key, raw in (await self.bus.backend.hgetall(PENDING)).items():
             if key.startswith(WITHDRAW_PREFIX):
-                found |= {_deployment(lease) for lease in json.loads(raw)["leases"]}
+                found |= {deployment_of(lease) for lease in json.loads(raw)["leases"]}
         return found
 
     async def _later(self, leases: Sequence[str], at: float, error: str) -> None:
@@ -325,7 +328,7 @@ class Ledger:
             return
         pending = json.loads(raw)
         if key.startswith(SWEEP_PREFIX):
-            await self._sweep_result(msg, key, pending, failure)
+            await self.sweeps.on_result(msg, key, pending, failure)
             return
         leases: list[str] = pending["leases"]
         gained: dict[str, int] = {}
@@ -333,7 +336,7 @@ class Ledger:
             for lease in leases:
                 paid = await self.chain.withdrawn(LeaseID.parse(lease))
                 if paid is not None:
-                    gained[lease] = await self._count(lease, *paid)
+                    gained[lease] = await self.earnings.count(lease, *paid)
         now = self.now()
 
         async def write(tx: BusTx) -> None:
@@ -360,88 +363,7 @@ class Ledger:
                 "%s; the leases are looked at again in %.0fs", self.last_error, self.retry_s
             )
 
-    async def _count(self, lease: str, denom: str, total: int) -> int:
-        """Count what the chain has paid for ``lease`` beyond what was counted (``total``:
-        the payment's withdrawn sum); what that added. Guarded, so results handled at once
-        or again never count a unit twice."""
-        key = WITHDRAWN + ":" + lease
-        while True:
-            seen = await self.bus.backend.get(key)
-            before = _amount(seen, denom)
-            if total <= before:
-                return 0
-
-            async def write(tx: BusTx, before: int = before) -> None:
-                tx.state.set(key, f"{denom}:{total}")
-                tx.state.hincrby(EARNED, denom, total - before)
-
-            if await self.bus.apply_if(key, seen, write):
-                return total - before
-
-    # -- sweep ------------------------------------------------------------------------------
-    async def sweep(
-        self, to_address: str, keep: dict[str, Dec], reserved: dict[str, int], fee: Coin | None
-    ) -> list[Coin]:
-        """Send what is above ``keep`` (and ``reserved``) to ``to_address``; what was sent.
-        One sweep at a time: none while the last one has no result."""
-        if any(k.startswith(SWEEP_PREFIX) for k in await self.bus.backend.hgetall(PENDING)):
-            return []
-        balances = await self.chain.balances(self.provider)
-        coins = []
-        for denom, floor in sorted(keep.items()):
-            amount = sweep_amount(
-                balances.get(denom, 0),
-                keep=floor.ceil(),
-                reserved=reserved.get(denom, 0),
-                fee=fee.amount if fee is not None and fee.denom == denom else 0,
-            )
-            if amount > 0:
-                coins.append(Coin(denom=denom, amount=amount))
-        if not coins:
-            return []
-        key = f"{SWEEP_PREFIX}{uuid.uuid4().hex}"
-        pending = {"coins": [str(c) for c in coins], "to": to_address, "at": self.now()}
-
-        async def write(tx: BusTx) -> None:
-            tx.state.hset(PENDING, {key: json.dumps(pending)})
-            tx.publish(
-                CHAIN_TX, BroadcastTx(key=key, msgs=[Send(to_address=to_address, amount=coins)])
-            )
-            for coin in coins:
-                tx.publish(BALANCE_EVENTS, SweepRequested(to_address=to_address, amount=coin))
-
-        await self.bus.transact(write)
-        log.info("sweeping %s to %s (%s)", ", ".join(map(str, coins)), to_address, key)
-        return coins
-
-    async def _sweep_result(
-        self, msg: Message[Any], key: str, pending: dict[str, Any], failure: str | None
-    ) -> None:
-        committed = failure is None
-
-        async def write(tx: BusTx) -> None:
-            tx.state.hdel(PENDING, key)
-            if committed:
-                for text in pending["coins"]:
-                    coin = Coin.parse(text)
-                    tx.state.hincrby(SWEPT, coin.denom, coin.amount)
-
-        await msg.apply_once(write)
-        if committed:
-            log.info(
-                "sweep %s committed: %s to %s", key, ", ".join(pending["coins"]), pending["to"]
-            )
-        else:
-            self.last_error = f"sweep {key} failed: {failure}"
-            log.warning(self.last_error)
-
     # -- figures ----------------------------------------------------------------------------
-    async def earned(self) -> dict[str, int]:
-        return {d: int(v) for d, v in (await self.bus.backend.hgetall(EARNED)).items()}
-
-    async def swept(self) -> dict[str, int]:
-        return {d: int(v) for d, v in (await self.bus.backend.hgetall(SWEPT)).items()}
-
     async def pending_count(self) -> int:
         return len(await self.bus.backend.hgetall(PENDING))
 
@@ -456,16 +378,3 @@ def _due(tx: BusTx, times: Mapping[str, float]) -> None:
 def _undue(tx: BusTx, lease: str) -> None:
     tx.state.zrem(DUE, lease)
     tx.state.delete(GUARD + lease)
-
-
-def _deployment(lease: str) -> str:
-    """``owner/dseq`` of a lease id."""
-    owner, dseq, *_ = lease.split("/")
-    return f"{owner}/{dseq}"
-
-
-def _amount(text: str | None, denom: str) -> int:
-    if not text:
-        return 0
-    found, _, amount = text.partition(":")
-    return int(amount) if found == denom else 0
