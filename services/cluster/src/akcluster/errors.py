@@ -7,7 +7,9 @@
     │                        timeouts, our own credentials refused): nothing can be judged now
     ├── Rejected             a lease's objects refused (a 4xx, a hostname or endpoint already
     │                        claimed): names what and why
-    └── LeaseNotFound        no namespace or Manifest for the lease
+    ├── LeaseNotFound        no namespace or Manifest for the lease
+    └── MoveRefused          a hostname or endpoint cannot move to the lease asking for it
+                             (``invalid``: not in use; ``forbidden``: another tenant's)
 
 The deployment backends raise these at their boundary (the kube adapter translates every
 Kubernetes answer into one), so the deployments never see an adapter's own exceptions.
@@ -17,6 +19,8 @@ first inventory stays pending and is handled once there is one.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from akbus import RetryableError
 
@@ -43,3 +47,11 @@ class Rejected(ClusterError):
 
 class LeaseNotFound(ClusterError):
     """The lease's namespace or Manifest resource is not in the cluster."""
+
+
+class MoveRefused(ClusterError):
+    """A move that cannot be done; ``code`` is the reply's (``invalid``, ``forbidden``)."""
+
+    def __init__(self, code: Literal["invalid", "forbidden"], message: str) -> None:
+        super().__init__(message)
+        self.code: Literal["invalid", "forbidden"] = code

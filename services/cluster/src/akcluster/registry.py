@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from akbus import Bus, BusTx
 from akcluster.domain.leases import (
@@ -24,6 +24,7 @@ from akcluster.domain.leases import (
     manifest_endpoints,
     manifest_hostnames,
 )
+from akcluster.errors import MoveRefused
 from aktypes.ids import LeaseID
 
 
@@ -105,14 +106,6 @@ def names_kept(
     return True
 
 
-class Refused(Exception):
-    """A move that cannot be done; ``code`` is the reply's (``invalid``, ``forbidden``)."""
-
-    def __init__(self, code: Literal["invalid", "forbidden"], message: str) -> None:
-        super().__init__(message)
-        self.code: Literal["invalid", "forbidden"] = code
-
-
 @dataclass(frozen=True)
 class Registry:
     bus: Bus
@@ -143,14 +136,14 @@ class Registry:
         """Claim ``wanted`` for the lease: (claimed, withheld by another lease of the same
         owner); what it held and no longer wants is released. ``refusals`` (of the current
         holders) names what it may not have at all: then nothing changes and
-        :class:`Refused` says why."""
+        :class:`MoveRefused` says why."""
         lease = str(lease_id)
         while True:
             version = await self.bus.backend.get(self.version_key)
             holders = await self.holders()
             refused = refusals(holders)
             if refused:
-                raise Refused("forbidden", "; ".join(refused.values()))
+                raise MoveRefused("forbidden", "; ".join(refused.values()))
             held = [n for n, holder in holders.items() if holder == lease]
             plan = claim_plan(lease_id, wanted, holders, held)
             if not plan.fresh and not plan.stale:
@@ -168,7 +161,7 @@ class Registry:
 
     async def move(self, names: list[str], owner: str, destination: LeaseID) -> list[LeaseID]:
         """Give ``names`` to ``destination``; the leases that held them. Each name must be
-        held by one of ``owner``'s leases here (:class:`Refused` otherwise: nothing moves)."""
+        held by one of ``owner``'s leases here (:class:`MoveRefused` otherwise: nothing moves)."""
         target = str(destination)
         while True:
             version = await self.bus.backend.get(self.version_key)
@@ -177,10 +170,12 @@ class Registry:
             for name in names:
                 holder = holders.get(name)
                 if holder is None:
-                    raise Refused("invalid", f"{_shown(name)} is not in use by any lease here")
+                    raise MoveRefused("invalid", f"{_shown(name)} is not in use by any lease here")
                 held_by = LeaseID.parse(holder)
                 if held_by.owner != owner:
-                    raise Refused("forbidden", f"{_shown(name)} is held by another tenant's lease")
+                    raise MoveRefused(
+                        "forbidden", f"{_shown(name)} is held by another tenant's lease"
+                    )
                 if holder != target:
                     sources[holder] = held_by
             if not sources or await self._write(version, dict.fromkeys(names, target)):

@@ -23,8 +23,8 @@ from akcluster.domain.leases import (
     manifest_hostnames,
     service_names,
 )
-from akcluster.errors import LeaseNotFound, Unavailable
-from akcluster.registry import Refused, Registry, endpoint_key
+from akcluster.errors import LeaseNotFound, MoveRefused, Unavailable
+from akcluster.registry import Registry, endpoint_key
 from aktypes.events import (
     CheckHostnames,
     GetLeaseManifest,
@@ -150,7 +150,7 @@ class Queries:
             return MigrationRefused(code="invalid", message=message)
         try:
             sources = await registry.move(keys, owner, target.lease_id)
-        except Refused as exc:
+        except MoveRefused as exc:
             return MigrationRefused(code=exc.code, message=str(exc))
         now = self.clock()
 

@@ -45,8 +45,8 @@ from akcluster.domain.objects import (
     uses_offers,
 )
 from akcluster.domain.placement import CommitLevels
-from akcluster.errors import Rejected, Unavailable
-from akcluster.registry import Refused, endpoint_key
+from akcluster.errors import MoveRefused, Rejected, Unavailable
+from akcluster.registry import endpoint_key
 from aktypes.events import DeploymentApplied, LeaseFundsMonitor, LeaseTornDown
 from aktypes.events.streams import CLUSTER_EVENTS
 from aktypes.ids import LeaseID
@@ -182,7 +182,7 @@ class Steps:
                 wanted,
                 lambda holders: hostname_refusals(lease_id, declared, holders, self.blocked),
             )
-        except Refused as exc:
+        except MoveRefused as exc:
             raise Rejected(str(exc)) from None
         prefix = endpoint_key(lease_id.owner, "")
         keys = [endpoint_key(lease_id.owner, n) for n in manifest_endpoints(record.group)]
