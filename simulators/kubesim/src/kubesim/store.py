@@ -1,45 +1,37 @@
-"""The object store: every object, one global resourceVersion, and the watch history.
+"""The object store: the API's writes (create, update, patch, delete) by the real server's rules.
 
-All reads and writes run on one event loop and never await in the middle, so each write is
-atomic without locks. A write stamps the object with the next resourceVersion, records a
-watch event in a bounded history (older events are compacted away, and a watch or `continue`
-from before the compaction gets 410 Gone), and wakes the watches and the controllers.
-
-The rules of the real server live here: uid/creationTimestamp/generation, optimistic
-concurrency on `resourceVersion`, the status subresource (each side ignores the other's
-changes), finalizers and `deletionTimestamp`, namespaces that must exist and must not be
-terminating, and CRDs that start serving their resources when created.
+The rules live here: uid/creationTimestamp/generation, optimistic concurrency on
+`resourceVersion`, the status subresource (each side ignores the other's changes),
+finalizers and `deletionTimestamp`, namespaces that must exist and must not be terminating,
+defaults and validation, orphaning and the custom resources of a deleted CRD. A write that
+passes them is committed by the storage under the store (:mod:`kubesim.storage`), which
+holds the reads, the resourceVersions and the watches too; :class:`Store` is what the API
+and the controllers use.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import bisect
 import json
 import random
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from kubesim import crd, decoding, defaults, errors, patch, schemas, services, validation
+from kubesim import crd, decoding, defaults, errors, patch, schemas, validation
 from kubesim.catalog import Catalog, ResourceType
 from kubesim.decoding import FieldValidation
-from kubesim.selectors import Matcher
+from kubesim.objects import (
+    CRDS,
+    NAMESPACES,
+    PVCS,
+    SERVICES,
+    STORAGE_CLASSES,
+    ObjKey,
+    StoreKey,
+    clone,
+    now,
+)
+from kubesim.storage import Storage
 
-T = TypeVar("T")
-
-StoreKey = tuple[str, str]  # (group, plural)
-ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
-
-NAMESPACES: StoreKey = ("", "namespaces")
-CRDS: StoreKey = ("apiextensions.k8s.io", "customresourcedefinitions")
-SERVICES: StoreKey = ("", "services")
-PVCS: StoreKey = ("", "persistentvolumeclaims")
-STORAGE_CLASSES: StoreKey = ("storage.k8s.io", "storageclasses")
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 MAX_OBJECT = 3 * 2**19  # 1.5 MiB: what etcd takes in one request
 # generated names come from a generator of their own: the process's global one is its
@@ -47,63 +39,7 @@ MAX_OBJECT = 3 * 2**19  # 1.5 MiB: what etcd takes in one request
 _SUFFIXES = random.Random()  # noqa: S311 - names, not secrets
 
 
-def clone(obj: T) -> T:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars), three times faster than
-    :func:`copy.deepcopy`: the store copies every object it hands out or keeps."""
-    data: Any = obj
-    if type(data) is dict:
-        return cast(T, {k: clone(v) for k, v in data.items()})
-    if type(data) is list:
-        return cast(T, [clone(v) for v in data])
-    return obj
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True)
-class Event:
-    rv: int
-    key: StoreKey
-    type: str  # ADDED, MODIFIED, DELETED
-    obj: dict[str, Any]
-    old: dict[str, Any] | None = None
-
-
-@dataclass(eq=False)  # compared by identity: the store keeps its watches in a set
-class Watch:
-    """One client's watch: events matching its resource, namespace and selectors."""
-
-    key: StoreKey
-    namespace: str | None
-    labels: Matcher
-    fields: Matcher
-    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
-
-    def translate(self, event: Event) -> tuple[str, dict[str, Any]] | None:
-        """The event as this watch sees it: objects moving in or out of its selectors."""
-        if event.key != self.key:
-            return None
-        if self.namespace is not None and event.obj["metadata"].get("namespace") != self.namespace:
-            return None
-        now_in = self._selected(event.obj)
-        was_in = event.old is not None and self._selected(event.old)
-        if event.type == "MODIFIED":
-            if now_in and was_in:
-                return ("MODIFIED", event.obj)
-            if now_in:
-                return ("ADDED", event.obj)
-            if was_in:
-                return ("DELETED", event.obj)
-            return None
-        return (event.type, event.obj) if now_in else None
-
-    def _selected(self, obj: dict[str, Any]) -> bool:
-        return self.labels(obj) and self.fields(obj)
-
-
-class Store:
+class Store(Storage):
     def __init__(
         self,
         catalog: Catalog | None = None,
@@ -111,118 +47,9 @@ class Store:
         kube_version: str = "1.32",
         history: int = 10_000,
     ) -> None:
-        self.catalog = catalog or Catalog()
+        super().__init__(catalog, history=history)
         self.kube_version = kube_version
-        self.rv = 0
-        self.compacted = 0
-        self._history_size = history
-        self._history: deque[Event] = deque()
-        self._objects: dict[StoreKey, dict[ObjKey, dict[str, Any]]] = {}
-        # each kind's keys, in order, everywhere (None) and per namespace
-        self._sorted: dict[tuple[StoreKey, str | None], list[ObjKey]] = {}
-        # per kind and namespace, the keys there: reads of one namespace cost its size,
-        # not the cluster's (controllers read one owner's objects at a time)
-        self._in_namespace: dict[StoreKey, dict[str, set[ObjKey]]] = {}
-        self._watches: set[Watch] = set()
-        self._allocations = services.Allocations()  # what the stored Services hold
-        self.listeners: list[Callable[[Event], None]] = []
         schemas.schema_version(kube_version)  # refuse an unsupported version early
-
-    # -- reads -------------------------------------------------------------------
-    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        return clone(self._stored(rtype, namespace, name)[1])
-
-    def _stored(
-        self, rtype: ResourceType, namespace: str, name: str
-    ) -> tuple[ObjKey, dict[str, Any]]:
-        """The key and the stored object itself (not a copy); 404 when there is none."""
-        key = (namespace if rtype.namespaced else "", name)
-        obj = self._objects.get(rtype.store_key, {}).get(key)
-        if obj is None:
-            raise errors.not_found(rtype, name)
-        return key, obj
-
-    def find(self, key: StoreKey, namespace: str, name: str) -> dict[str, Any] | None:
-        obj = self._objects.get(key, {}).get((namespace, name))
-        return clone(obj) if obj is not None else None
-
-    def items(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
-        """Copies of every object of a kind (in one namespace), ordered by namespace and name."""
-        objects = self._objects.get(key, {})
-        return [clone(objects[k]) for k in self._keys(key, namespace)]
-
-    def stored(self, key: StoreKey, namespace: str | None = None) -> list[dict[str, Any]]:
-        """The stored objects of a kind (in one namespace) themselves, not copies, ordered
-        by namespace and name: for the controllers' read-only scans, which copy what they
-        change."""
-        objects = self._objects.get(key, {})
-        return [objects[k] for k in self._keys(key, namespace)]
-
-    def _keys(self, key: StoreKey, namespace: str | None) -> list[ObjKey]:
-        """The keys of a kind's objects (in one namespace), sorted; kept sorted until a key
-        comes or goes, so a page of a long list costs a page."""
-        if (key, namespace) not in self._sorted:
-            keys = (
-                self._objects.get(key, {})
-                if namespace is None
-                else self._in_namespace.get(key, {}).get(namespace, ())
-            )
-            self._sorted[key, namespace] = sorted(keys)
-        return self._sorted[key, namespace]
-
-    def select(
-        self,
-        rtype: ResourceType,
-        namespace: str | None,
-        labels: Matcher,
-        fields: Matcher,
-        *,
-        limit: int = 0,
-        token: str | None = None,
-        copy: bool = True,
-    ) -> tuple[list[dict[str, Any]], str | None, int]:
-        """One page of matching objects: (items, continue token, remaining count); with
-        ``copy=False`` the stored objects themselves, to be read only (a page to send)."""
-        share: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = clone if copy else list
-        start: ObjKey | None = None
-        if token:
-            start = self._read_token(token)
-        objects = self._objects.get(rtype.store_key, {})
-        keys = self._keys(rtype.store_key, namespace)
-        if start is not None:
-            keys = keys[bisect.bisect_right(keys, start) :]
-        found: list[dict[str, Any]] = []
-        for position, key in enumerate(keys):
-            obj = objects[key]
-            if not (labels(obj) and fields(obj)):
-                continue
-            if limit and len(found) == limit:  # one more: the page ends before it
-                last = found[-1]["metadata"]
-                cont = self._make_token((last.get("namespace", ""), last["name"]))
-                return share(found), cont, len(keys) - position  # exact without selectors
-            found.append(obj)
-        return share(found), None, 0
-
-    def _make_token(self, start: ObjKey) -> str:
-        raw = json.dumps({"rv": self.rv, "start": list(start)}).encode()
-        return base64.urlsafe_b64encode(raw).decode()
-
-    def _read_token(self, token: str) -> ObjKey:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token.encode()))
-            rv, start = int(data["rv"]), data["start"]
-        except (ValueError, KeyError, TypeError, OverflowError):
-            raise errors.bad_request("invalid continue token") from None
-        if not (
-            isinstance(start, list) and len(start) == 2 and all(isinstance(s, str) for s in start)
-        ):
-            raise errors.bad_request("invalid continue token")
-        if rv < self.compacted:
-            raise errors.expired(
-                "The provided continue parameter is too old to display a consistent list "
-                "result. You can start a new list without the continue parameter."
-            )
-        return (start[0], start[1])
 
     # -- writes ------------------------------------------------------------------
     def create(
@@ -425,48 +252,6 @@ class Store:
         if rtype is not None and (namespace, name) in self._objects.get(key, {}):
             self.delete(rtype, namespace, name)
 
-    # -- watches -----------------------------------------------------------------
-    def watch(
-        self,
-        rtype: ResourceType,
-        namespace: str | None,
-        since: str | None,
-        labels: Matcher,
-        fields: Matcher,
-    ) -> tuple[Watch, list[tuple[str, dict[str, Any]]]]:
-        """Register a watch; returns it with the events it must send first."""
-        watch = Watch(rtype.store_key, namespace, labels, fields)
-        initial: list[tuple[str, dict[str, Any]]] = []
-        if since in (None, "", "0"):
-            items, _, _ = self.select(rtype, namespace, labels, fields)
-            initial = [("ADDED", obj) for obj in items]
-        else:
-            try:
-                start = int(str(since))
-            except ValueError:
-                raise errors.bad_request(f'invalid resource version "{since}"') from None
-            if start < self.compacted:
-                raise errors.expired(f"too old resource version: {start} ({self.compacted + 1})")
-            for event in self._history:
-                if event.rv > start and (seen := watch.translate(event)) is not None:
-                    initial.append((seen[0], clone(seen[1])))
-        self._watches.add(watch)
-        return watch, initial
-
-    def unwatch(self, watch: Watch) -> None:
-        self._watches.discard(watch)
-
-    def close_watches(self) -> None:
-        for watch in list(self._watches):
-            watch.queue.put_nowait(None)
-        self._watches.clear()
-
-    def compact(self) -> int:
-        """Forget the watch history, like an etcd compaction; returns the compacted version."""
-        self._history.clear()
-        self.compacted = self.rv
-        return self.compacted
-
     # -- internals ---------------------------------------------------------------
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str) -> None:
         ns = self._objects.get(NAMESPACES, {}).get(("", namespace))
@@ -605,58 +390,6 @@ class Store:
         if rtype.store_key == CRDS:
             obj["status"] = crd.crd_status(obj, (old or obj)["metadata"]["creationTimestamp"])
 
-    def _commit(
-        self,
-        rtype: ResourceType,
-        key: ObjKey,
-        new: dict[str, Any] | None,
-        old: dict[str, Any] | None,
-    ) -> None:
-        self.rv += 1
-        if rtype.store_key == SERVICES:
-            if old is not None:
-                self._allocations.release(old)
-            if new is not None:
-                self._allocations.hold(new)
-        if old is None or new is None:
-            self._sorted.pop((rtype.store_key, None), None)
-            self._sorted.pop((rtype.store_key, key[0]), None)
-        objects = self._objects.setdefault(rtype.store_key, {})
-        index = self._in_namespace.setdefault(rtype.store_key, {})
-        if new is None:
-            if old is None:
-                raise ValueError("a commit needs an old or a new object")
-            del objects[key]
-            index[key[0]].discard(key)
-            if not index[key[0]]:
-                del index[key[0]]
-            shown = clone(old)
-            shown["metadata"]["resourceVersion"] = str(self.rv)
-            event = Event(self.rv, rtype.store_key, "DELETED", shown, old)
-        else:
-            new["metadata"]["resourceVersion"] = str(self.rv)
-            objects[key] = new
-            index.setdefault(key[0], set()).add(key)
-            event = Event(
-                self.rv,
-                rtype.store_key,
-                "ADDED" if old is None else "MODIFIED",
-                clone(new),
-                old,
-            )
-        if rtype.store_key == CRDS:
-            if new is None:
-                self.catalog.unregister_crd(key[1])
-            else:
-                self.catalog.register_crd(new)
-        self._history.append(event)
-        while len(self._history) > self._history_size:
-            self.compacted = self._history.popleft().rv
-        for watch in self._watches:
-            watch.queue.put_nowait(event)
-        for listener in self.listeners:
-            listener(event)
-
     def _orphan(self, uid: str) -> None:
         for key, objects in self._objects.items():
             rtype = self.catalog.by_store_key(key)
@@ -680,12 +413,6 @@ class Store:
             return
         for obj_key in list(self._objects.get(key, {})):
             self._commit(rtype, obj_key, None, self._objects[key][obj_key])
-
-    def all_objects(self) -> Iterable[tuple[StoreKey, dict[str, Any]]]:
-        """Every stored object (not copies: for the controllers' read-only scans)."""
-        for key, objects in self._objects.items():
-            for obj in objects.values():
-                yield key, obj
 
 
 def _content(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:

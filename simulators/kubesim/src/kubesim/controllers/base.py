@@ -22,7 +22,8 @@ from typing import Any
 
 from kubesim.cluster import ClusterSpec
 from kubesim.faults import Faults
-from kubesim.store import Store, StoreKey, now
+from kubesim.objects import StoreKey, now
+from kubesim.store import Store
 
 PODS: StoreKey = ("", "pods")
 NODES: StoreKey = ("", "nodes")

@@ -22,7 +22,7 @@ from kubesim.controllers.base import (
     condition,
     terminating,
 )
-from kubesim.store import CRDS, clone, now
+from kubesim.objects import CRDS, clone, now
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from kubesim import defaults, quantity
 from kubesim.controllers.base import NODES, PODS, PVCS, Context, condition, monotonic, terminating
+from kubesim.objects import clone, now
 from kubesim.selectors import match_node_selector_terms
-from kubesim.store import clone, now
 
 # what the default scheduler's scoring assumes for a container that requests nothing
 SCORING_DEFAULTS = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 2**20)}

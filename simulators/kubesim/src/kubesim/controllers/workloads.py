@@ -31,8 +31,8 @@ from kubesim.controllers.base import (
     owner_ref,
     terminating,
 )
+from kubesim.objects import clone
 from kubesim.selectors import match_label_selector
-from kubesim.store import clone
 
 
 def template_hash(template: dict[str, Any]) -> str:
