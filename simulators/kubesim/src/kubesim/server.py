@@ -1,13 +1,14 @@
 """The HTTP face of kubesim: the Kubernetes REST API over aiohttp.
 
 Paths are the real ones — `/api/v1/namespaces/{ns}/pods/{name}/status`,
-`/apis/{group}/{version}/{plural}` … — with discovery, list (selectors, `limit`/`continue`),
-watch (newline-delimited JSON, replay from a resourceVersion, bookmarks, `timeoutSeconds`,
-410 Gone as an ERROR event), get, create, update, the three patch types, delete and
+`/apis/{group}/{version}/{plural}` … — with discovery (in `kubesim.discovery`), list
+(selectors, `limit`/`continue`), watch (newline-delimited JSON, replay from a
+resourceVersion, bookmarks, `timeoutSeconds`, 410 Gone as an ERROR event, in
+`kubesim.watchstream`), get, create, update, the three patch types, delete and
 deletecollection, the `status` and `scale` subresources, pod logs, pod exec (a websocket to
 a local process, in `kubesim.execs`), and a clean refusal of attach/port-forward. Bodies and
-query parameters are read by `kubesim.inputs`, the action subresources (scale, binding,
-eviction, finalize) live in `kubesim.subresources`.
+query parameters are read by `kubesim.inputs`, answers written by `kubesim.responses`, the
+action subresources (scale, binding, eviction, finalize) live in `kubesim.subresources`.
 Errors are `Status` bodies — every one, aiohttp's own included, and anything unforeseen is
 a logged 500, never a dropped connection. `/_kubesim/*` holds kubesim's own controls (fault
 switches, compaction) for tests driving a server process. With users (``kubesim.authz``)
@@ -18,26 +19,23 @@ each request is authenticated and authorised by RBAC first; the access reviews a
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import copy
-import io
-import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pydantic_core
 from aiohttp import web
 
 from kubesim import authz, errors, inputs, reviews, subresources, tables
 from kubesim.catalog import ResourceType
 from kubesim.decoding import FieldValidation
+from kubesim.discovery import Discovery
 from kubesim.execs import ExecRunner
 from kubesim.faults import Faults
 from kubesim.logs import LogSource
+from kubesim.responses import deleted_status, json_response, present, success
 from kubesim.selectors import field_matcher, label_matcher
 from kubesim.store import Store
+from kubesim.watchstream import WatchStreams
 
 log = logging.getLogger("kubesim")
 
@@ -55,9 +53,6 @@ RETURNS_DELETED = {
     ("", "resourcequotas"),
     ("storage.k8s.io", "storageclasses"),
 }
-
-
-WATCH_POLL = 1.0  # how often an idle watch checks that its client is still there
 # what anyone may read without credentials (a real cluster's system:public-info-viewer)
 PUBLIC = ("/healthz", "/livez", "/readyz", "/version", "/version/")
 # the options each writing verb takes, named in the 422 for an unsupported option value
@@ -90,31 +85,6 @@ VERBS = {
 }
 
 
-def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    data = pydantic_core.to_json(body)  # compact, and a list of 10,000 objects 2.5× faster
-    # aiohttp warns of raw bodies over 1 MiB (an error under `-W error`): stream those
-    payload: bytes | io.BytesIO = io.BytesIO(data) if len(data) > 2**20 else data
-    response = web.Response(status=status, body=payload, content_type="application/json")
-    for text in _bounded(warnings or []):  # as the real server sends them: one header each
-        response.headers.add("Warning", "299 - " + json.dumps(text))
-    return response
-
-
-def _bounded(warnings: list[str]) -> list[str]:
-    """Warnings as the real server bounds them — each at most 256 characters, no more than
-    4096 characters in all — and at most 50 of them (Python's http.client, under the
-    official client, refuses a response with more than 100 headers)."""
-    shown: list[str] = []
-    total = 0
-    for warning in warnings[:50]:
-        text = warning if len(warning) <= 256 else warning[:253] + "..."
-        total += len(text)
-        if total > 4096:
-            break
-        shown.append(text)
-    return shown
-
-
 class ApiServer:
     def __init__(
         self,
@@ -135,9 +105,10 @@ class ApiServer:
         self.faults = faults
         self.logs = logs
         self.execs = execs or ExecRunner()
-        self.git_version = git_version
-        self.bookmark_interval = bookmark_interval
-        self.watch_timeout = watch_timeout
+        self.discovery = Discovery(store, git_version=git_version)
+        self.watches = WatchStreams(
+            store, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout
+        )
         middlewares = [self._errors, self._fault_switches]
         if users is not None:
             middlewares.append(self._authorize)
@@ -145,15 +116,15 @@ class ApiServer:
         self.app.on_shutdown.append(self._stop_execs)
         r = self.app.router
         for probe in ("/healthz", "/livez", "/readyz"):
-            r.add_get(probe, self.probe)
+            r.add_get(probe, self.discovery.probe)
         # the official clients ask for discovery with a trailing slash (`/apis/apps/v1/`)
         for slash in ("", "/"):
-            r.add_get("/version" + slash, self.version)
-            r.add_get("/api" + slash, self.core_versions)
-            r.add_get("/api/{version}" + slash, self.resource_list_core)
-            r.add_get("/apis" + slash, self.groups)
-            r.add_get("/apis/{group}" + slash, self.group)
-            r.add_get("/apis/{group}/{version}" + slash, self.resource_list)
+            r.add_get("/version" + slash, self.discovery.version)
+            r.add_get("/api" + slash, self.discovery.core_versions)
+            r.add_get("/api/{version}" + slash, self.discovery.resource_list_core)
+            r.add_get("/apis" + slash, self.discovery.groups)
+            r.add_get("/apis/{group}" + slash, self.discovery.group)
+            r.add_get("/apis/{group}/{version}" + slash, self.discovery.resource_list)
         r.add_post("/_kubesim/faults", self.set_faults)
         r.add_post("/_kubesim/compact", self.compact)
         for path in reviews.PATHS:  # before the resources: they are not stored
@@ -167,7 +138,7 @@ class ApiServer:
         try:
             return await handler(request)
         except errors.ApiError as exc:
-            return _json(exc.status(), exc.code)
+            return json_response(exc.status(), exc.code)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
@@ -178,13 +149,13 @@ class ApiServer:
             else:
                 message = exc.text or exc.reason
             reason = HTTP_REASONS.get(exc.status, exc.reason.replace(" ", ""))
-            return _json(errors.ApiError(exc.status, reason, message).status(), exc.status)
+            return json_response(errors.ApiError(exc.status, reason, message).status(), exc.status)
         except Exception:
             log.exception("internal error on %s %s", request.method, request.path)
             body = errors.ApiError(
                 500, "InternalError", "an internal error occurred in kubesim"
             ).status()
-            return _json(body, 500)
+            return json_response(body, 500)
 
     @web.middleware
     async def _fault_switches(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -216,100 +187,16 @@ class ApiServer:
         request[reviews.USER] = user
         return await handler(request)
 
-    # -- discovery ------------------------------------------------------------
-    async def version(self, _request: web.Request) -> web.Response:
-        major, minor = self.store.kube_version.split(".")[:2]
-        return _json(
-            {
-                "major": major,
-                "minor": minor,
-                "gitVersion": self.git_version,
-                "gitCommit": "0000000000000000000000000000000000000000",
-                "gitTreeState": "clean",
-                "buildDate": "2026-01-01T00:00:00Z",
-                "goVersion": "go1.23",
-                "compiler": "gc",
-                "platform": "linux/amd64",
-            }
-        )
-
-    async def probe(self, _request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def core_versions(self, request: web.Request) -> web.Response:
-        return _json(
-            {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
-                ],
-            }
-        )
-
-    def _group_body(self, group: str, versions: list[str]) -> dict[str, Any]:
-        listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-        return {"name": group, "versions": listed, "preferredVersion": listed[0]}
-
-    def _group_versions(self) -> dict[str, list[str]]:
-        found = self.store.catalog.group_versions()
-        return found | {group: ["v1"] for group, _ in reviews.KINDS}
-
-    async def groups(self, _request: web.Request) -> web.Response:
-        found = self._group_versions()
-        groups = [self._group_body(g, v) for g, v in sorted(found.items()) if g]
-        return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-
-    async def group(self, request: web.Request) -> web.Response:
-        versions = self._group_versions().get(request.match_info["group"])
-        if not versions or not request.match_info["group"]:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
-        return _json(
-            {
-                "kind": "APIGroup",
-                "apiVersion": "v1",
-                **self._group_body(request.match_info["group"], versions),
-            }
-        )
-
-    async def resource_list_core(self, request: web.Request) -> web.Response:
-        return self._resource_list("", request.match_info["version"])
-
-    async def resource_list(self, request: web.Request) -> web.Response:
-        return self._resource_list(request.match_info["group"], request.match_info["version"])
-
-    def _resource_list(self, group: str, version: str) -> web.Response:
-        types = self.store.catalog.in_group_version(group, version)
-        served = reviews.discovery(group, version)
-        if not types and not served:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
-        resources = [
-            entry for t in sorted(types, key=lambda t: t.plural) for entry in t.discovery()
-        ] + served
-        gv = f"{group}/{version}" if group else version
-        return _json(
-            {
-                "kind": "APIResourceList",
-                "apiVersion": "v1",
-                "groupVersion": gv,
-                "resources": resources,
-            }
-        )
-
     # -- kubesim's controls ------------------------------------------------------
     async def set_faults(self, request: web.Request) -> web.Response:
         try:
             self.faults.apply(inputs.parse(await request.read())[0])
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from None
-        return _json({"ok": True})
+        return json_response({"ok": True})
 
     async def compact(self, _request: web.Request) -> web.Response:
-        return _json({"compacted": self.store.compact()})
+        return json_response({"compacted": self.store.compact()})
 
     # -- resources ------------------------------------------------------------
     def _resolve(
@@ -359,14 +246,14 @@ class ApiServer:
         if name is None:
             if method == "GET":
                 if inputs.flag(q, "watch"):
-                    return await self._watch(request, rtype, namespace)
+                    return await self.watches.respond(request, rtype, namespace)
                 return self._list(request, rtype, namespace)
             if method == "POST":
                 if rtype.namespaced and namespace is None:
                     raise errors.method_not_allowed(f"create of {rtype.plural} needs a namespace")
                 body = await self._body(request, fields)
                 obj = self.store.create(rtype, ns, body, dry_run=dry_run, fields=fields)
-                return _json(self._present(rtype, obj), 201, fields.warnings)
+                return json_response(present(rtype, obj), 201, fields.warnings)
             if method == "DELETE":
                 return await self._delete_collection(request, rtype, namespace, dry_run)
             raise errors.method_not_allowed(f"{method} is not supported on a collection")
@@ -394,20 +281,20 @@ class ApiServer:
                 fields=fields,
                 dry_run=dry_run,
             )
-            return _json(scale, warnings=fields.warnings)
+            return json_response(scale, warnings=fields.warnings)
         if sub == "eviction":
             body = await self._body(request, fields)
             subresources.evict(self.store, rtype, ns, name, body, dry_run=dry_run)
-            return _json(_success(code=201), 201)
+            return json_response(success(code=201), 201)
         if sub == "binding":
             subresources.bind(self.store, rtype, ns, name, await self._body(request, fields))
-            return _json(_success(code=201), 201)
+            return json_response(success(code=201), 201)
         if sub == "finalize":
             body = await self._body(request, fields)
             obj = subresources.finalize(self.store, rtype, name, body)
-            return _json(self._present(rtype, obj))
+            return json_response(present(rtype, obj))
         if method == "GET":
-            obj = self._present(rtype, self.store.get(rtype, ns, name))
+            obj = present(rtype, self.store.get(rtype, ns, name))
             if sub is None and tables.wanted(request.headers.get("Accept", "")):
                 table = tables.table(
                     rtype.kind,
@@ -415,38 +302,34 @@ class ApiServer:
                     {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
                     request.query.get("includeObject", "Metadata"),
                 )
-                return _json(table)
-            return _json(obj)
+                return json_response(table)
+            return json_response(obj)
         if method == "PUT":
             body = await self._body(request, fields)
             obj = self.store.update(
                 rtype, ns, name, body, subresource=sub, dry_run=dry_run, fields=fields
             )
-            return _json(self._present(rtype, obj), warnings=fields.warnings)
+            return json_response(present(rtype, obj), warnings=fields.warnings)
         if method == "PATCH":
             kind = inputs.media_type(request)
             body = await self._body(request, fields)
             obj = self.store.patch(
                 rtype, ns, name, kind, body, subresource=sub, dry_run=dry_run, fields=fields
             )
-            return _json(self._present(rtype, obj), warnings=fields.warnings)
+            return json_response(present(rtype, obj), warnings=fields.warnings)
         if method == "DELETE":
             options = await self._delete_options(request)
             dry_run = dry_run or bool(options.get("dryRun"))
             obj = self.store.delete(rtype, ns, name, options, dry_run=dry_run)
             pending = bool(obj["metadata"].get("deletionTimestamp"))  # finalizers to run
             if pending or rtype.store_key in RETURNS_DELETED:
-                return _json(self._present(rtype, obj))
-            return _json(_deleted(rtype, obj))
+                return json_response(present(rtype, obj))
+            return json_response(deleted_status(rtype, obj))
         raise errors.method_not_allowed(f"{method} is not supported")
 
     async def _stop_execs(self, _app: web.Application) -> None:
         """On shutdown, before connections are cut: end the running execs."""
         await self.execs.close()
-
-    def _present(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` as served (a custom resource in the version asked for); never changed."""
-        return {**obj, "apiVersion": rtype.api_version} if rtype.custom else obj
 
     async def _body(self, request: web.Request, fields: FieldValidation) -> Any:
         body, fields.duplicates = await inputs.read_body(request)
@@ -494,12 +377,12 @@ class ApiServer:
             if not q.get("labelSelector") and not q.get("fieldSelector"):
                 # with a selector the real server cannot count what remains, and omits it
                 meta["remainingItemCount"] = remaining
-        presented = [self._present(rtype, i) for i in items]
+        presented = [present(rtype, i) for i in items]
         if table:
-            return _json(
+            return json_response(
                 tables.table(rtype.kind, presented, meta, q.get("includeObject", "Metadata"))
             )
-        return _json(
+        return json_response(
             {
                 "kind": f"{rtype.kind}List",
                 "apiVersion": rtype.api_version,
@@ -527,7 +410,7 @@ class ApiServer:
                     rtype, meta.get("namespace", ""), meta["name"], options, dry_run=dry_run
                 )
             )
-        return _json(
+        return json_response(
             {
                 "kind": f"{rtype.kind}List",
                 "apiVersion": rtype.api_version,
@@ -535,98 +418,3 @@ class ApiServer:
                 "items": deleted,
             }
         )
-
-    async def _watch(
-        self, request: web.Request, rtype: ResourceType, namespace: str | None
-    ) -> web.StreamResponse:
-        q = request.query
-        labels = label_matcher(q.get("labelSelector"))
-        fields = field_matcher(q.get("fieldSelector"), rtype.kind, rtype.custom)
-        bookmarks = inputs.flag(q, "allowWatchBookmarks")
-        initial_end = inputs.flag(q, "sendInitialEvents")
-        timeout = inputs.integer(q, "timeoutSeconds") or self.watch_timeout
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        version = inputs.resource_version(q)
-        since = None if initial_end or version is None else str(version)
-        try:
-            watch, initial = self.store.watch(rtype, namespace, since, labels, fields)
-            # every write reaches the queue in order, so the version of the last event taken
-            # from it (or of the store when the watch began) is as far as a bookmark may
-            # claim: the store's own version may be ahead of events still queued
-            reached = self.store.rv
-        except errors.ApiError as exc:
-            if exc.code != 410:
-                raise
-            await response.prepare(request)
-            await self._send(response, "ERROR", exc.status())
-            await response.write_eof()
-            return response
-        try:
-            await response.prepare(request)
-            for kind, obj in initial:
-                await self._send(response, kind, self._present(rtype, obj))
-            if initial_end:
-                await self._bookmark(
-                    response, rtype, reached, {"k8s.io/initial-events-end": "true"}
-                )
-            deadline = time.monotonic() + timeout
-            next_bookmark = time.monotonic() + self.bookmark_interval
-            while (left := deadline - time.monotonic()) > 0:
-                if request.transport is None or request.transport.is_closing():
-                    break  # the client is gone: let go of the watch now, not at its timeout
-                wait = min(left, next_bookmark - time.monotonic()) if bookmarks else left
-                wait = min(wait, WATCH_POLL)
-                try:
-                    event = await asyncio.wait_for(watch.queue.get(), timeout=max(wait, 0))
-                except TimeoutError:
-                    if bookmarks and time.monotonic() >= next_bookmark:
-                        await self._bookmark(response, rtype, reached)
-                        next_bookmark = time.monotonic() + self.bookmark_interval
-                    continue
-                if event is None:
-                    break
-                reached = event.rv
-                seen = watch.translate(event)
-                if seen is not None:
-                    await self._send(
-                        response, seen[0], self._present(rtype, copy.deepcopy(seen[1]))
-                    )
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
-            self.store.unwatch(watch)
-        with contextlib.suppress(ConnectionResetError):
-            await response.write_eof()
-        return response
-
-    async def _bookmark(
-        self,
-        response: web.StreamResponse,
-        rtype: ResourceType,
-        rv: int,
-        annotations: dict[str, str] | None = None,
-    ) -> None:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if annotations:
-            meta["annotations"] = annotations
-        await self._send(
-            response,
-            "BOOKMARK",
-            {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta},
-        )
-
-    async def _send(self, response: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
-        line = json.dumps({"type": kind, "object": obj}, separators=(",", ":")) + "\n"
-        await response.write(line.encode())
-
-
-def _success(**fields: Any) -> dict[str, Any]:
-    """A `Status` of success, as the real server answers actions without an object."""
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", **fields}
-
-
-def _deleted(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """The `Status` the real server answers for an object deleted at once."""
-    meta = obj["metadata"]
-    return _success(details=errors.details_of(rtype, meta["name"]) | {"uid": meta.get("uid")})
