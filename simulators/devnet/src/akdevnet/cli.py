@@ -27,7 +27,9 @@ from urllib.parse import urlsplit
 
 import typer
 
-import akdevnet.cli_tenant  # noqa: F401 - registers the tenant, bid and simulate commands
+# importing them registers their commands, in the order the help lists them: bid; tenant
+# new … send-manifest, simulate; tenant lease-status … close
+from akdevnet import cli_bid, cli_tenant, cli_tenant_lease  # noqa: F401
 from akdevnet.cli_common import Home, app, fail, settings_of
 from akdevnet.genesis import Genesis, GenesisError
 from akdevnet.homedir import HomeInUse, home_lock

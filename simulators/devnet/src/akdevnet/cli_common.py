@@ -1,6 +1,7 @@
 """What the ``akdevnet`` commands share: the typer apps, options with the ``AKDEVNET_*``
-variables behind them, option values checked into one-line errors, key files by name, and
-the way to the devnet (``--node``/``--lcd``, else where the home's devnet says it listens).
+variables behind them, option values checked into one-line errors, key files by name and
+the certificates ``tenant cert`` saved, and the way to the devnet (``--node``/``--lcd``,
+else where the home's devnet says it listens).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from akchain.wallet import Wallet
 from akdevnet.genesis import GenesisError
 from akdevnet.homedir import HomeInUse, KeyNameError, check_key_name, key_path, read_endpoints
 from akdevnet.settings import DevnetSettings
-from akdevnet.tenant import Tenant
+from akdevnet.tenant import ClientCertificate, Tenant
 from aktypes.coin import Coin, DecCoin
 from aktypes.errors import SDLError
 from aktypes.sdl import SDL, parse_sdl
@@ -58,6 +59,16 @@ Lcd = Annotated[
     ),
 ]
 Dseq = Annotated[int, typer.Argument(min=1, max=MAX_UINT64, help="deployment sequence")]
+ProviderUrl = Annotated[
+    str | None, typer.Option(help="gateway URL (default: the provider's host URI on chain)")
+]
+VerifyProvider = Annotated[
+    bool,
+    typer.Option(
+        "--verify-provider/--no-verify-provider",
+        help="the gateway must present the provider's certificate published on chain",
+    ),
+]
 
 SETTING_OPTIONS = {
     "home": "--home",
@@ -132,6 +143,29 @@ def load_key(settings: DevnetSettings, name: str) -> Signer:
         return Signer.load(key_file(settings, name), settings.key_passphrase.get_secret_value())
     except KeyFileError as exc:
         raise fail(str(exc)) from None
+
+
+def cert_name(key: str) -> str:
+    return key_name(Path(key).stem if key.endswith(".json") else key)
+
+
+def saved_certificate(settings: DevnetSettings, key: str) -> ClientCertificate | None:
+    """The certificate ``tenant cert`` saved for ``key`` (None: there is none)."""
+    name = cert_name(key)
+    try:
+        return ClientCertificate(
+            (settings.home / "certs" / f"{name}.crt").read_bytes(),
+            (settings.home / "certs" / f"{name}.key").read_bytes(),
+        )
+    except FileNotFoundError:
+        return None
+
+
+def required_certificate(settings: DevnetSettings, key: str) -> ClientCertificate:
+    certificate = saved_certificate(settings, key)
+    if certificate is None:
+        raise fail(f"no saved certificate for {cert_name(key)!r}; run `akdevnet tenant cert` first")
+    return certificate
 
 
 def coin(option: str, text: str) -> Coin:

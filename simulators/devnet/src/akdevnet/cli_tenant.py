@@ -1,6 +1,7 @@
-"""``akdevnet tenant …``, ``akdevnet bid`` and ``akdevnet simulate``: act on the chain as its
-tenants, or bid by hand as one of its providers (``provider``, ``competitor``). Every option
-value is checked before anything is sent; what the chain refuses comes back as one error line.
+"""``akdevnet tenant new|deploy|bids|accept|cert|token|send-manifest`` and ``akdevnet
+simulate``: act on the chain as its tenants, from a funded key to a lease that has its
+manifest, or let simulated tenants do it. Every option value is checked before anything is
+sent; what the chain refuses comes back as one error line.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,13 +19,15 @@ from akchain import jwt, msgs
 from akchain.keys import Signer
 from akchain.wallet import Wallet
 from akdevnet.cli_common import (
-    BadOption,
     Dseq,
     Home,
     KeyName,
     Lcd,
     Node,
+    ProviderUrl,
+    VerifyProvider,
     app,
+    cert_name,
     chain,
     coin,
     coins,
@@ -33,7 +35,9 @@ from akdevnet.cli_common import (
     key_name,
     load_key,
     read_sdl,
+    required_certificate,
     run,
+    saved_certificate,
     settings_of,
     tenant_app,
     with_tenant,
@@ -43,12 +47,9 @@ from akdevnet.settings import DevnetSettings
 from akdevnet.simulate import Simulation, load_sdls
 from akdevnet.tenant import ClientCertificate, Tenant
 from aktypes.address import validate_address
-from aktypes.coin import Dec, DecCoin
 from aktypes.errors import AkTypesError
-from aktypes.ids import BidID
 
 MAX_UINT64 = 2**64 - 1
-MAX_UINT32 = 2**32 - 1
 
 
 @tenant_app.command("new")
@@ -170,17 +171,13 @@ def tenant_accept(
         typer.echo(line)
 
 
-def _cert_name(key: str) -> str:
-    return key_name(Path(key).stem if key.endswith(".json") else key)
-
-
 @tenant_app.command("cert")
 def tenant_cert(
     *, key: KeyName = "tenant-1", home: Home = None, node: Node = None, lcd: Lcd = None
 ) -> None:
     """Create a client certificate, publish it on chain, save it under the home's certs/."""
     settings = settings_of(home)
-    name = _cert_name(key)
+    name = cert_name(key)
     signer = load_key(settings, key)
 
     async def work(tenant: Tenant) -> ClientCertificate:
@@ -189,27 +186,6 @@ def tenant_cert(
     certificate = run(with_tenant(settings, signer, node, lcd, work))
     cert_path, _ = certificate.save(settings.home / "certs", name)
     typer.echo(str(cert_path))
-
-
-def _saved_certificate(settings: DevnetSettings, key: str) -> ClientCertificate | None:
-    """The certificate ``tenant cert`` saved for ``key`` (None: there is none)."""
-    name = _cert_name(key)
-    try:
-        return ClientCertificate(
-            (settings.home / "certs" / f"{name}.crt").read_bytes(),
-            (settings.home / "certs" / f"{name}.key").read_bytes(),
-        )
-    except FileNotFoundError:
-        return None
-
-
-def _required_certificate(settings: DevnetSettings, key: str) -> ClientCertificate:
-    certificate = _saved_certificate(settings, key)
-    if certificate is None:
-        raise fail(
-            f"no saved certificate for {_cert_name(key)!r}; run `akdevnet tenant cert` first"
-        )
-    return certificate
 
 
 def _grant(scope: str, provider: str | None, dseq: int | None, services: str) -> dict[str, Any]:
@@ -273,20 +249,6 @@ def tenant_token(
     typer.echo(token)
 
 
-ProviderUrl = Annotated[
-    str | None, typer.Option(help="gateway URL (default: the provider's host URI on chain)")
-]
-VerifyProvider = Annotated[
-    bool,
-    typer.Option(
-        "--verify-provider/--no-verify-provider",
-        help="the gateway must present the provider's certificate published on chain",
-    ),
-]
-Gseq = Annotated[int, typer.Option(min=1, max=MAX_UINT32, help="group sequence")]
-Oseq = Annotated[int, typer.Option(min=1, max=MAX_UINT32, help="order sequence")]
-
-
 @tenant_app.command("send-manifest")
 def tenant_send_manifest(
     *,
@@ -313,9 +275,9 @@ def tenant_send_manifest(
     signer = load_key(settings, key)
     certificate = None
     if cert is None:
-        certificate = _saved_certificate(settings, key)
+        certificate = saved_certificate(settings, key)
     elif cert:
-        certificate = _required_certificate(settings, key)
+        certificate = required_certificate(settings, key)
 
     async def work(tenant: Tenant) -> list[str]:
         leases = await tenant.lcd.leases(owner=tenant.address, dseq=dseq, state="active")
@@ -334,228 +296,6 @@ def tenant_send_manifest(
         return answers
 
     for line in run(with_tenant(settings, signer, node, lcd, work)):
-        typer.echo(line)
-
-
-async def _lease_gateway(
-    tenant: Tenant, dseq: int, gseq: int, oseq: int, provider_url: str | None
-) -> tuple[str, str]:
-    """The provider of the tenant's lease ``dseq/gseq/oseq`` and its gateway's URL."""
-    leases = await tenant.lcd.leases(owner=tenant.address, dseq=dseq)
-    found = sorted(
-        (lease for lease in leases if (lease.id.gseq, lease.id.oseq) == (gseq, oseq)),
-        key=lambda lease: lease.state != "active",
-    )
-    if not found:
-        await tenant.check_active(dseq)
-        raise LookupError(f"deployment {dseq} has no lease {gseq}/{oseq}")
-    provider = found[0].id.provider
-    return provider, provider_url or (await tenant.lcd.provider(provider)).host_uri
-
-
-def _show(url: str, answer: tuple[int, Any]) -> str:
-    status, body = answer
-    if status == 200:
-        return json.dumps(body, indent=2, sort_keys=True)
-    message = body.get("message") if isinstance(body, dict) else body
-    raise BadOption(f"{url}: HTTP {status}: {message}")
-
-
-def _lease_query(
-    what: Callable[[Tenant, str, ClientCertificate, str | None], Awaitable[tuple[int, Any]]],
-    target: tuple[int, int, int, str | None, bool],
-    *,
-    key: str,
-    home: Path | None,
-    node: str | None,
-    lcd: str | None,
-) -> None:
-    settings = settings_of(home)
-    signer = load_key(settings, key)
-    certificate = _required_certificate(settings, key)
-    dseq, gseq, oseq, provider_url, verify = target
-
-    async def work(tenant: Tenant) -> str:
-        provider, url = await _lease_gateway(tenant, dseq, gseq, oseq, provider_url)
-        answer = await what(tenant, url, certificate, provider if verify else None)
-        return _show(url, answer)
-
-    typer.echo(run(with_tenant(settings, signer, node, lcd, work)))
-
-
-@tenant_app.command("lease-status")
-def tenant_lease_status(
-    *,
-    dseq: Dseq,
-    gseq: Gseq = 1,
-    oseq: Oseq = 1,
-    provider_url: ProviderUrl = None,
-    key: KeyName = "tenant-1",
-    home: Home = None,
-    node: Node = None,
-    lcd: Lcd = None,
-    verify_provider: VerifyProvider = True,
-) -> None:
-    """A lease's services, forwarded ports and IPs, from the provider's gateway."""
-
-    async def what(
-        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
-    ) -> tuple[int, Any]:
-        return await tenant.lease_status(dseq, gseq, oseq, url, certificate, provider=provider)
-
-    target = (dseq, gseq, oseq, provider_url, verify_provider)
-    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
-
-
-@tenant_app.command("service-status")
-def tenant_service_status(
-    *,
-    dseq: Dseq,
-    service: Annotated[str, typer.Argument(help="service name in the SDL")],
-    gseq: Gseq = 1,
-    oseq: Oseq = 1,
-    provider_url: ProviderUrl = None,
-    key: KeyName = "tenant-1",
-    home: Home = None,
-    node: Node = None,
-    lcd: Lcd = None,
-    verify_provider: VerifyProvider = True,
-) -> None:
-    """One service of a lease, from the provider's gateway."""
-
-    async def what(
-        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
-    ) -> tuple[int, Any]:
-        return await tenant.service_status(
-            dseq, gseq, oseq, service, url, certificate, provider=provider
-        )
-
-    target = (dseq, gseq, oseq, provider_url, verify_provider)
-    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
-
-
-@tenant_app.command("lease-manifest")
-def tenant_lease_manifest(
-    *,
-    dseq: Dseq,
-    gseq: Gseq = 1,
-    oseq: Oseq = 1,
-    provider_url: ProviderUrl = None,
-    key: KeyName = "tenant-1",
-    home: Home = None,
-    node: Node = None,
-    lcd: Lcd = None,
-    verify_provider: VerifyProvider = True,
-) -> None:
-    """The manifest group the provider deployed for a lease."""
-
-    async def what(
-        tenant: Tenant, url: str, certificate: ClientCertificate, provider: str | None
-    ) -> tuple[int, Any]:
-        return await tenant.lease_manifest(dseq, gseq, oseq, url, certificate, provider=provider)
-
-    target = (dseq, gseq, oseq, provider_url, verify_provider)
-    _lease_query(what, target, key=key, home=home, node=node, lcd=lcd)
-
-
-@tenant_app.command("close")
-def tenant_close(
-    *, dseq: Dseq, key: KeyName = "tenant-1", home: Home = None, node: Node = None, lcd: Lcd = None
-) -> None:
-    """Close a deployment (its leases close and the rest of the deposit is refunded)."""
-    settings = settings_of(home)
-    signer = load_key(settings, key)
-
-    async def work(tenant: Tenant) -> None:
-        await tenant.close(dseq)
-
-    run(with_tenant(settings, signer, node, lcd, work))
-    typer.echo(f"closed {dseq}")
-
-
-def _bid_price(text: str) -> Dec | DecCoin:
-    """``--price``: a bare decimal (in each order's denomination), or a decimal coin."""
-    parsed: Dec | DecCoin | None
-    try:
-        parsed = Dec(text.strip())
-    except ValueError:
-        try:
-            parsed = DecCoin.parse(text)
-        except ValueError:
-            parsed = None
-    amount = parsed.amount if isinstance(parsed, DecCoin) else parsed
-    if parsed is None or amount is None or amount.is_negative():
-        raise fail(
-            f"--price {text!r} is not a price: a non-negative decimal amount in the order's "
-            "denomination, e.g. 0.5, or with its denomination, e.g. 0.5uact"
-        )
-    return parsed
-
-
-@app.command()
-def bid(
-    *,
-    dseq: Dseq,
-    owner: Annotated[
-        str | None, typer.Option(help="the deployment's owner (default: tenant-1's address)")
-    ] = None,
-    key: KeyName = "provider",
-    price_text: Annotated[
-        str | None,
-        typer.Option(
-            "--price",
-            help="price per block, in the order's denomination: 0.5 or 0.5uact "
-            "(default: half the order's maximum)",
-        ),
-    ] = None,
-    deposit: Annotated[str, typer.Option(help="bid deposit")] = "500000uakt",
-    home: Home = None,
-    node: Node = None,
-    lcd: Lcd = None,
-) -> None:
-    """Bid on every open order of a deployment, as a provider, by hand (no bid engine needed).
-
-    With --key competitor it bids as the devnet's second provider.
-    """
-    settings = settings_of(home)
-    given = _bid_price(price_text) if price_text is not None else None
-    wanted = given if isinstance(given, DecCoin) else None
-    bid_deposit = coin("--deposit", deposit)
-    signer = load_key(settings, key)
-    tenant = owner or load_key(settings, "tenant-1").address
-
-    async def work() -> list[str]:
-        async with chain(settings, node, lcd) as (rpc, rest, chain_id):
-            orders = await rest.orders(owner=tenant, dseq=dseq, state="open")
-            if not orders:
-                raise LookupError(f"deployment {tenant}/{dseq} has no open order")
-            for order in orders:
-                denom = order.spec.price().denom
-                if wanted is not None and wanted.denom != denom:
-                    raise BadOption(
-                        f"--price {price_text}: order {order.id} is priced in {denom}, "
-                        f"not {wanted.denom}; give the price in {denom}"
-                    )
-            wallet = Wallet(signer, rpc, rest, chain_id=chain_id)
-            placed = []
-            for order in orders:
-                full = order.spec.price()
-                if isinstance(given, Dec):
-                    amount = DecCoin(denom=full.denom, amount=given)
-                else:
-                    amount = wanted or DecCoin(denom=full.denom, amount=full.amount.quo(2))
-                bid_id = BidID(
-                    owner=order.id.owner,
-                    dseq=order.id.dseq,
-                    gseq=order.id.gseq,
-                    oseq=order.id.oseq,
-                    provider=signer.address,
-                )
-                await wallet.send(msgs.create_bid(bid_id, amount, bid_deposit))
-                placed.append(f"{bid_id} {amount}")
-            return placed
-
-    for line in run(work()):
         typer.echo(line)
 
 
