@@ -140,7 +140,7 @@ def test_a_crash_looping_workload_and_its_recovery(
 
     wait_until(
         lambda: apps.read_namespaced_deployment("good", "crash"),
-        lambda d: d.status.available_replicas == 1,
+        lambda d: d.status is not None and d.status.available_replicas == 1,
     )
     (pod,) = wait_until(
         lambda: core.list_namespaced_pod("crash", label_selector="app=bad").items,
@@ -165,7 +165,7 @@ def test_a_crash_looping_workload_and_its_recovery(
     kubesim_thread.call(kubesim_thread.faults.heal)
     healed = wait_until(
         lambda: apps.read_namespaced_deployment("bad", "crash"),
-        lambda d: d.status.available_replicas == 1,
+        lambda d: d.status is not None and d.status.available_replicas == 1,
     )
     assert healed.status.ready_replicas == 1
     (pod,) = core.list_namespaced_pod("crash", label_selector="app=bad").items
@@ -179,7 +179,7 @@ def test_a_node_turning_not_ready(kubesim_thread: ThreadedKubeSim, k8s: client.A
     apps.create_namespaced_deployment("nodes", deployment("spread", replicas=4))
     wait_until(
         lambda: apps.read_namespaced_deployment("spread", "nodes"),
-        lambda d: d.status.available_replicas == 4,
+        lambda d: d.status is not None and d.status.available_replicas == 4,
     )
     pods = core.list_namespaced_pod("nodes").items
     assert {p.spec.node_name for p in pods} == {"node-a", "node-b"}
@@ -214,7 +214,7 @@ def test_a_node_turning_not_ready(kubesim_thread: ThreadedKubeSim, k8s: client.A
     kubesim_thread.call(lambda: kubesim_thread.faults.node_ready("node-b", True))
     wait_until(
         lambda: apps.read_namespaced_deployment("spread", "nodes"),
-        lambda d: d.status.available_replicas == 6,
+        lambda d: d.status is not None and d.status.available_replicas == 6,
     )
     assert not core.read_node("node-b").spec.taints
 
