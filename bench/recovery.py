@@ -46,9 +46,10 @@ leases, written in pipelined batches as the service itself writes it:
   lease, and the deployment in the set of those with a manifest; none waiting for one
   (:mod:`akmanifest.domain.records`);
 - balance service: each lease monitored (checked lately, what it owes since its last
-  periodic withdrawal), its next check with its claim guard — 10 to 20 minutes ahead,
-  beyond the run, so that no check, and so no chain, is needed while measuring — the chain's
-  total paid for it so far, and the sum earned (:mod:`akbalance.domain.records`);
+  periodic withdrawal), its next check (in its record and on the schedule) — 10 to 20
+  minutes ahead, beyond the run, so that no check, and so no chain, is needed while
+  measuring — the chain's total paid for it so far, and the sum earned
+  (:mod:`akbalance.domain.records`);
 - gateway: nothing, for it keeps no state (its dashboard folds a bounded window of the
   streams); it serves what the others' statuses say.
 
@@ -94,7 +95,7 @@ import aiohttp
 import kubernetes
 import redis
 
-from akbalance.domain.records import DUE, EARNED, GUARD, WITHDRAWN
+from akbalance.domain.records import DUE, EARNED, WITHDRAWN, Watched
 from akbalance.domain.records import LEASES as MONITORED_KEY
 from akbalance.settings import BalanceSettings
 from akbalance.testing import BalanceProcess
@@ -268,9 +269,9 @@ def seed_manifest(url: str, leases: int) -> None:
 def seed_balance(url: str, leases: int, price: DecCoin, balance: BalanceSettings) -> None:
     """Each lease as the balance service leaves it between checks, one to thirty days after
     it was first monitored: its record (when added, when last checked, its next periodic
-    withdrawal, what it owes since the last one), its next check with the claim guard
-    written beside it (one to two ``NEXT_CHECK_S`` ahead, beyond the run, so that no check
-    comes due) and the chain's total paid for it; the sum of those, earned."""
+    withdrawal, what it owes since the last one, its next check), its next check on the
+    schedule (one to two ``NEXT_CHECK_S`` ahead, beyond the run, so that no check comes due)
+    and the chain's total paid for it; the sum of those, earned."""
     now, day = time.time(), 24 * 3600.0
     period, block_s = balance.withdrawal_period or day, balance.average_block_time
     per_block, denom = price.amount.to_decimal(), price.denom
@@ -282,18 +283,18 @@ def seed_balance(url: str, leases: int, price: DecCoin, balance: BalanceSettings
         member = str(lease(i))
         added = now - day * (1 + 29 * rng.random())
         withdrawn_at = now - period * rng.random()  # the last periodic withdrawal
-        record = {
-            "added": added,
-            "next_periodic": withdrawn_at + period,
-            "checked": now - balance.lease_funds_monitor_interval * rng.random(),
-            "unpaid": [denom, int(per_block * Decimal((now - withdrawn_at) / block_s))],
-        }
         at = now + NEXT_CHECK_S * (1 + rng.random())
+        record = Watched(
+            added=added,
+            next_periodic=withdrawn_at + period,
+            checked=now - balance.lease_funds_monitor_interval * rng.random(),
+            unpaid=(denom, int(per_block * Decimal((now - withdrawn_at) / block_s))),
+            due=at,
+        )
         paid = int(per_block * Decimal((withdrawn_at - added) / block_s))
         earned += paid
-        pipe.hset(MONITORED_KEY, member, json.dumps(record))
+        pipe.hset(MONITORED_KEY, member, str(record))
         pipe.zadd(DUE, {member: at})
-        pipe.set(GUARD + member, repr(float(at)))
         pipe.set(f"{WITHDRAWN}:{member}", f"{denom}:{paid}")
 
     pipelined(url, leases, write)

@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 from akbus import (
     Bus,
     BusTx,
+    Guard,
     Message,
     PermanentError,
     RequestTimeout,
@@ -20,6 +21,7 @@ from akbus import (
     Subscriber,
     UnexpectedReply,
 )
+from akbus.message import TxFn
 from akbus.settings import BusSettings
 from akbus.testing import FAST_SETTINGS, eventually, running
 from aktypes.events import (
@@ -582,6 +584,31 @@ async def test_concurrent_guarded_commits_let_one_through(bus: Bus) -> None:
     results = await asyncio.gather(*(bus.apply_if("owner", None, claim) for _ in range(10)))
     assert sorted(results) == [False] * 9 + [True]
     assert await bus.backend.get("claims") == "1"
+
+
+async def test_a_commit_may_be_guarded_by_fields_of_hashes_and_by_many_guards(bus: Bus) -> None:
+    async def seed(tx: BusTx) -> None:
+        tx.state.hset("records", {"a": "1"})
+        tx.state.set("version", "7")
+
+    await bus.transact(seed)
+
+    def marking(mark: str) -> TxFn:
+        async def writes(tx: BusTx) -> None:
+            tx.state.hset("records", {"a": mark})
+            tx.state.sadd("marks", mark)
+
+        return writes
+
+    assert not await bus.apply_if_all([Guard("records", "0", field="a")], marking("x"))
+    assert not await bus.apply_if_all([Guard("records", None, field="a")], marking("x"))
+    assert await bus.apply_if_all([Guard("records", None, field="b")], marking("b"))  # absent
+    assert await bus.apply_if_all([Guard("records", "b", field="a")], marking("c"))
+    both = [Guard("records", "c", field="a"), Guard("version", "7")]
+    assert not await bus.apply_if_all([*both, Guard("absent", "1")], marking("x"))  # one fails
+    assert await bus.apply_if_all(both, marking("d"))
+    assert await bus.backend.hgetall("records") == {"a": "d"}
+    assert await bus.backend.smembers("marks") == {"b", "c", "d"}
 
 
 # -- retained status ----------------------------------------------------------------------

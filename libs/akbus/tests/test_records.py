@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from akbus import Bus, Change, Records
+from akbus import Bus, Change, Records, Snapshot
 from akbus.testing import eventually
 from aktypes.events import UnreserveResources, envelope_from_fields
 from aktypes.events.streams import CLUSTER_COMMANDS
@@ -81,3 +81,47 @@ async def test_a_finished_record_leaves_the_active_set_and_schedule_and_expires(
     await eventually(
         lambda: records.get("x"), timeout_s=5, what="expiry", until=lambda r: r is None
     )
+
+
+def in_a_hash(bus: Bus) -> Records[Counter]:
+    return Records(bus, Counter, "c/", in_hash="test:counters", schedule="test:hashed:due")
+
+
+async def test_records_kept_as_fields_of_one_hash_are_guarded_one_by_one(bus: Bus) -> None:
+    records = in_a_hash(bus)
+
+    def bump(before: Counter | None) -> Change[Counter]:
+        after = Counter(count=(before or Counter()).count + 1)
+        return Change(after, due=after.count)
+
+    await asyncio.gather(*(records.update(x, bump) for _ in range(10) for x in ("a", "b")))
+    stored = await bus.backend.hgetall("test:counters")
+    assert {f: Counter.model_validate_json(v).count for f, v in stored.items()} == {
+        "c/a": 10,
+        "c/b": 10,
+    }
+    assert await records.all() == {"a": Counter(count=10), "b": Counter(count=10)}
+    assert await records.members() == {"a", "b"}
+    assert await records.due(100) == [("a", 10.0), ("b", 10.0)]
+    await records.update("a", lambda _: Change(delete=True))
+    assert await records.get_many(["a", "b"]) == [None, Counter(count=10)]
+    assert await records.due(100) == [("b", 10.0)]
+
+
+async def test_a_commit_of_many_records_writes_all_of_them_or_none(bus: Bus) -> None:
+    def both(
+        x: Snapshot[Counter], y: Snapshot[Counter], n: int
+    ) -> list[tuple[Snapshot[Counter], Change[Counter]]]:
+        return [(x, Change(Counter(count=n))), (y, Change(Counter(count=n)))]
+
+    for records in (counters(bus), in_a_hash(bus)):
+        await records.update("x", lambda _: Counter())
+        x, y = await records.read("x"), await records.read("y")
+        await records.update("y", lambda _: Counter(count=1))  # y moved on: y is stale
+        assert not await records.commit_many(both(x, y, 5))
+        assert await records.get_many(["x", "y"]) == [Counter(), Counter(count=1)]
+        y = await records.read("y")
+        mark = lambda tx: tx.state.sadd("test:n", "6")  # noqa: E731
+        assert await records.commit_many(both(x, y, 6), writes=mark)
+        assert await records.get_many(["x", "y"]) == [Counter(count=6), Counter(count=6)]
+    assert await bus.backend.smembers("test:n") == {"6"}

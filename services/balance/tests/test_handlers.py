@@ -344,7 +344,7 @@ async def test_a_lease_claimed_by_a_replica_that_died_is_checked_after_the_claim
     await watch(h, lease(1))
     h.chain.views[str(lease(1))] = escrow(balance=10**9, blocks=1)
     # a replica claims it, then dies before deciding anything
-    assert await h.balance._claim(str(lease(1)), 10_000.0, h.now[0])
+    assert await h.balance._claim(str(lease(1)), h.now[0])
     assert await h.balance.check_due() == 0  # claimed: not due now
     h.now[0] += 121  # the claim lapsed
     assert await h.balance.check_due() == 1

@@ -16,7 +16,7 @@ async def on_order(msg: Message[OrderCreated]) -> None:
 await sub.run()
 """
 
-from akbus.backend import Backend, Tx
+from akbus.backend import Backend, Guard, Tx
 from akbus.bus import Bus, DeadLetterEntry
 from akbus.errors import (
     BusError,
@@ -44,6 +44,7 @@ __all__ = [
     "Change",
     "ConnectionLost",
     "DeadLetterEntry",
+    "Guard",
     "HandlerError",
     "MemoryBackend",
     "Message",

@@ -55,6 +55,16 @@ class PendingSummary:
     min_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What a guarded commit checks: that ``key`` holds ``expected`` (None: that it is
+    absent); with ``field``, that this field of the hash ``key`` does."""
+
+    key: str
+    expected: str | None
+    field: str | None = None
+
+
 class Tx(Protocol):
     """A state change applied atomically: reads run now, writes commit together."""
 
@@ -176,8 +186,8 @@ class Backend(Protocol):
     async def expire(self, key: str, seconds: int) -> None: ...
     async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool: ...
     async def transact(self, body: TxBody) -> None: ...
-    async def apply_if(self, guard: str, expected: str | None, body: TxBody) -> bool:
-        """Commit ``body``'s writes if ``guard`` holds ``expected`` (None: is absent)."""
+    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
+        """Commit ``body``'s writes if every guard holds (see :class:`Guard`)."""
         ...
 
     async def ping(self) -> None: ...

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar, overload
 
 from akbus import metrics
-from akbus.backend import Backend, Fields, StreamEntry, Tx
+from akbus.backend import Backend, Fields, Guard, StreamEntry, Tx
 from akbus.errors import ConnectionLost, RequestTimeout, StreamMismatch, UnexpectedReply
 from akbus.keys import reply_stream
 from akbus.message import BusTx
@@ -211,10 +211,19 @@ class Bus:
         ``body`` may only write: it runs once, before the check, on what the caller read.
         """
 
+        return await self.apply_if_all([Guard(guard, expected)], body, cause=cause)
+
+    async def apply_if_all(
+        self, guards: Sequence[Guard], body: TxFn, *, cause: Envelope[Any] | None = None
+    ) -> bool:
+        """Commit ``body``'s writes only while every guard holds (a key, or a field of a hash,
+        still holds the value the caller read: :class:`~akbus.backend.Guard`), in one round
+        trip; False when one changed. ``body`` may only write, as for :meth:`apply_if`."""
+
         async def run(tx: Tx) -> None:
             await body(BusTx(tx, self, cause))
 
-        return await self.backend.apply_if(guard, expected, run)
+        return await self.backend.apply_if(guards, run)
 
     # -- retained status ------------------------------------------------------------------
     async def publish_status(self, service: str, payload: Payload) -> str:

@@ -19,6 +19,7 @@ from akbus.backend import (
     ConsumerInfo,
     Fields,
     GroupInfo,
+    Guard,
     PendingEntry,
     PendingSummary,
     StreamEntry,
@@ -481,10 +482,15 @@ class MemoryBackend:
             self._set(marker, "1", ttl_s)
             return True
 
-    async def apply_if(self, guard: str, expected: str | None, body: TxBody) -> bool:
+    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
         async with self._lock:
-            if self._store.alive(guard) != expected:
-                return False
+            for guard in guards:
+                current = self._store.alive(guard.key)
+                if guard.field is not None:
+                    is_hash = isinstance(current, dict) and not isinstance(current, ZSet)
+                    current = current.get(guard.field) if is_hash else None
+                if current != guard.expected:
+                    return False
             tx = _WriteOnlyTx(self)
             await body(tx)
             for command in tx.queued:

@@ -7,8 +7,8 @@ timeouts, the server loading its AOF, a replica during failover) becomes
 Three operations run as Lua scripts, each one command and atomic: ``xadd_many`` (a batch of
 entries in one command and one reply, far cheaper for the client than a pipeline of XADDs),
 ``delete_idle_consumers`` (the "no pending entries" check and the deletion together) and
-``apply_if`` (writes committed only while a guard key holds the value the caller read: a
-compare-and-set in one round trip, where WATCH/GET/MULTI/EXEC takes three).
+``apply_if`` (writes committed only while guard keys, or fields of hashes, hold the values
+the caller read: a compare-and-set in one round trip, where WATCH/GET/MULTI/EXEC takes three).
 ``read_group`` sends the acknowledgements it is given and its XREADGROUP in one pipeline.
 """
 
@@ -24,6 +24,7 @@ from akbus.backend import (
     ConsumerInfo,
     Fields,
     GroupInfo,
+    Guard,
     PendingEntry,
     PendingSummary,
     StreamEntry,
@@ -431,11 +432,12 @@ class RedisBackend:
                 except rexc.WatchError:
                     continue  # a key the body read changed meanwhile: run it again
 
-    async def apply_if(self, guard: str, expected: str | None, body: TxBody) -> bool:
+    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
         tx = CommandTx()
         await body(tx)
-        args = tx.script_args(expected)
-        done = await self._call(self._apply_if, keys=[guard], args=args)
+        done = await self._call(
+            self._apply_if, keys=[g.key for g in guards], args=tx.script_args(guards)
+        )
         return bool(done)
 
     async def ping(self) -> None:

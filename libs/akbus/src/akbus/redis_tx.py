@@ -6,10 +6,10 @@ body again from the start when a watched key changed before EXEC.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from akbus.backend import Fields
+from akbus.backend import Fields, Guard
 
 
 class RedisTx:
@@ -94,20 +94,30 @@ class RedisTx:
         )
 
 
-# KEYS[1] the guard key. ARGV[1] "1" when the guard must be absent, else "0" and ARGV[2] the
-# value it must hold; then commands, each as its argument count followed by the arguments.
+# KEYS: the guarded keys. ARGV[1]: how many; then four arguments per guard: "f" when it is a
+# field of the hash (else "k", the key's value), the field, "1" when it must be absent (else
+# "0"), the value it must hold. Then the commands, each as its argument count followed by the
+# arguments.
 APPLY_IF = """
-local current = redis.call('GET', KEYS[1])
-if ARGV[1] == '1' then
-  if current then return 0 end
-elseif current ~= ARGV[2] then
-  return 0
+local a = 2
+for k = 1, tonumber(ARGV[1]) do
+  local current
+  if ARGV[a] == 'f' then
+    current = redis.call('HGET', KEYS[k], ARGV[a + 1])
+  else
+    current = redis.call('GET', KEYS[k])
+  end
+  if ARGV[a + 2] == '1' then
+    if current then return 0 end
+  elseif current ~= ARGV[a + 3] then
+    return 0
+  end
+  a = a + 4
 end
-local i = 3
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + n))
-  i = i + n + 1
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  redis.call(unpack(ARGV, a + 1, a + n))
+  a = a + n + 1
 end
 return 1
 """
@@ -116,8 +126,8 @@ return 1
 class CommandTx:
     """Writes recorded as Redis commands, for a guarded commit in one script call.
 
-    Reads are refused: a guarded commit trusts what its caller read before (the guard key's
-    value), and re-checks only that.
+    Reads are refused: a guarded commit trusts what its caller read before (the guards'
+    values), and re-checks only that.
     """
 
     def __init__(self) -> None:
@@ -167,8 +177,16 @@ class CommandTx:
         values = (x for kv in fields.items() for x in kv)
         self.commands.append(["XADD", stream, *trim, "*", *values])
 
-    def script_args(self, expected: str | None) -> list[str]:
-        args = ["1", ""] if expected is None else ["0", expected]
+    def script_args(self, guards: Sequence[Guard]) -> list[str]:
+        """``APPLY_IF``'s arguments: the guards (``KEYS`` are their keys), then the writes."""
+        args = [str(len(guards))]
+        for guard in guards:
+            args += [
+                "k" if guard.field is None else "f",
+                guard.field or "",
+                "1" if guard.expected is None else "0",
+                guard.expected or "",
+            ]
         for command in self.commands:
             args += [str(len(command)), *command]
         return args

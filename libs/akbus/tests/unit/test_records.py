@@ -204,3 +204,31 @@ async def test_without_an_active_set_or_schedule_asking_for_them_is_an_error(bus
         await plain.members()
     with pytest.raises(ValueError, match="no schedule"):
         await plain.due(1.0)
+
+
+async def test_a_transition_may_delete_its_record(
+    bus: Bus, caplog: pytest.LogCaptureFixture
+) -> None:
+    items = records(bus)
+    await items.update("a", lambda _: Change(Item(name="a"), due=3.0))
+    with caplog.at_level(logging.INFO, logger="test.records"):
+        before, after = await items.update("a", lambda _: Change(delete=True))
+        await items.update("b", lambda _: Change(delete=True))  # nothing there: nothing logged
+    assert (before, after) == (Item(name="a"), None)
+    assert await items.get("a") is None
+    assert await items.members() == set()
+    assert await items.due(10.0) == []
+    assert [r.getMessage() for r in caplog.records] == ["item a: open -> deleted"]
+    with pytest.raises(ValueError, match="not both"):
+        Change(Item(name="a"), delete=True)
+
+
+async def test_records_in_a_hash_keep_no_expiry(bus: Bus) -> None:
+    with pytest.raises(ValueError, match="cannot expire"):
+        Records(bus, Item, "", in_hash="test:items", final_ttl_s=60)
+    items = Records(bus, Item, "", in_hash="test:items")
+    await items.update("a", lambda _: Item(name="a", state="done"))
+    assert await bus.backend.hgetall("test:items") == {
+        "a": Item(name="a", state="done").model_dump_json()
+    }
+    assert await items.all() == {"a": Item(name="a", state="done")}

@@ -1,14 +1,18 @@
 """The balance service's handlers: the watched leases, their checks, withdrawals and results.
 
 Which leases to watch comes from the cluster (``LeaseFundsMonitor``); each has a record in
-Redis and a next check on a schedule (the keys: :mod:`akbalance.domain.records`). A check
-and the withdrawal it decides (:mod:`akbalance.domain.funds`) are one Redis transaction: the
-``BroadcastTx`` for the chain relay (which broadcasts each key at most once), the
-``WithdrawalRequested`` events, the pending record and the lease's next check. A lease whose
-withdrawal is in flight is not due until its result comes (``TxCommitted``/``TxFailed`` on
-``akash.provider.chain.results``, read through a consumer group: a restart picks them up),
-or until ``PENDING_TIMEOUT_S``; a committed one's payment is counted in the earnings
-(:mod:`akbalance.earnings`); a sweep's result goes to :mod:`akbalance.sweeps`.
+Redis and a next check on a schedule (the keys: :mod:`akbalance.domain.records`), kept as
+:class:`akbus.Records`: every change of a lease is a transition of its record, written with
+its place on the schedule in one write guarded by the record. A check first claims its lease
+(its next check moved ``CLAIM_S`` on), so replicas never check one lease at once. The
+withdrawal a check decides (:mod:`akbalance.domain.funds`) is one write, guarded by the
+records of every lease in it: the ``BroadcastTx`` for the chain relay (which broadcasts each
+key at most once), the ``WithdrawalRequested`` events, the pending record and the leases'
+next checks. A lease whose withdrawal is in flight is not due until its result comes
+(``TxCommitted``/``TxFailed`` on ``akash.provider.chain.results``, read through a consumer
+group: a restart picks them up), or until ``PENDING_TIMEOUT_S``; a committed one's payment is
+counted in the earnings (:mod:`akbalance.earnings`); a sweep's result goes to
+:mod:`akbalance.sweeps`.
 """
 
 from __future__ import annotations
@@ -28,23 +32,25 @@ from akbalance.domain.funds import Decision, Policy, decide, spread
 from akbalance.domain.records import (
     CLAIM_S,
     DUE,
-    GUARD,
     LEASES,
+    OLD_GUARD,
     PENDING,
     PENDING_TIMEOUT_S,
     SWEEP_PREFIX,
     WITHDRAW_PREFIX,
+    Watched,
     deployment_of,
 )
 from akbalance.earnings import Earnings
 from akbalance.errors import ChainUnavailable, NodeCatchingUp
 from akbalance.sweeps import Sweeps
-from akbus import Bus, BusTx, Message
+from akbus import Bus, BusTx, Change, Message, Records, Snapshot
 from aktypes.coin import Dec, DecCoin
 from aktypes.events import (
     BroadcastTx,
     LeaseFundsMonitor,
     LeaseOutOfFunds,
+    Payload,
     TxCommitted,
     TxFailed,
     WithdrawalRequested,
@@ -54,6 +60,19 @@ from aktypes.events.streams import BALANCE_EVENTS, CHAIN_TX
 from aktypes.ids import LeaseID
 
 log = logging.getLogger("akbalance")
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """A withdrawal a check decided: the lease, its record as the check claimed it, what the
+    check changes in it, the decision, and what is left in its escrow."""
+
+    lease: str
+    claimed: Watched
+    looked: dict[str, Any]
+    decision: Decision
+    remaining: Dec
+    denom: str
 
 
 @dataclass
@@ -70,10 +89,14 @@ class Balance:
     clock: BlockClock
     now: Callable[[], float] = time.time
     last_error: str = ""
+    leases: Records[Watched] = field(init=False)
     earnings: Earnings = field(init=False)
     sweeps: Sweeps = field(init=False)
 
     def __post_init__(self) -> None:
+        self.leases = Records(
+            self.bus, Watched, "", in_hash=LEASES, schedule=DUE, load=Watched.parse, dump=str
+        )
         self.earnings = Earnings(self.bus)
         self.sweeps = Sweeps(self.bus, self.chain, self.provider, self._failed, self.now)
 
@@ -84,12 +107,7 @@ class Balance:
     async def on_funds_monitor(self, msg: Message[LeaseFundsMonitor]) -> None:
         lease = str(msg.payload.lease_id)
         if msg.payload.action == "remove":
-
-            async def forget(tx: BusTx) -> None:
-                tx.state.hdel(LEASES, lease)
-                _undue(tx, lease)
-
-            await msg.apply_once(forget)
+            await self.leases.update(lease, _forget, cause=msg.envelope)
             log.info("lease %s no longer monitored", lease)
             return
         now = self.now()
@@ -97,34 +115,34 @@ class Balance:
         if not msg.payload.is_new_lease:  # recovered by the cluster: no burst of checks
             first = spread([lease], now, self.recovery_window_s)[lease]
         period = self.policy.withdrawal_period
-        record = {"added": now, "next_periodic": now + period if period else math.inf}
+        record = Watched(added=now, next_periodic=now + period if period else math.inf)
 
-        added = False
+        def watch(before: Watched | None) -> Change[Watched] | None:
+            return None if before is not None else _next_check(record, first)  # once
 
-        async def watch(tx: BusTx) -> None:
-            nonlocal added
-            if await tx.state.hget(LEASES, lease) is not None:  # watched already
-                return
-            tx.state.hset(LEASES, {lease: json.dumps(record)})
-            _due(tx, {lease: first})
-            added = True
-
-        await msg.apply_once(watch)
-        if added:
+        _, added = await self.leases.update(lease, watch, cause=msg.envelope)
+        if added is not None:
             log.info("lease %s monitored, first check in %.0fs", lease, first - now)
 
     async def recover(self) -> int:
         """Spread the checks that came due while the service was down over the recovery
-        window; how many there were."""
+        window; how many there were. (The claim guards an earlier version kept beside the
+        schedule are removed: a claim is now guarded by the lease's record.)"""
+        old_guards = [OLD_GUARD + lease for lease in await self.leases.members()]
+        if old_guards:
+            await self.bus.backend.delete(*old_guards)
         now = self.now()
-        overdue = [lease for lease, _ in await self.bus.backend.zrangebyscore(DUE, 0, now)]
+        overdue = [lease for lease, _ in await self.leases.due(now)]
         times = spread(overdue, now, self.recovery_window_s)
+        for lease, at in times.items():
+
+            def later(before: Watched | None, at: float = at) -> Change[Watched] | None:
+                if before is None or not before.due_by(now):  # gone, or taken meanwhile
+                    return None
+                return _next_check(before, at)
+
+            await self.leases.update(lease, later)
         if times:
-
-            async def reschedule(tx: BusTx) -> None:
-                _due(tx, times)
-
-            await self.bus.transact(reschedule)
             log.info(
                 "%d overdue lease checks spread over %.0fs", len(times), self.recovery_window_s
             )
@@ -139,144 +157,151 @@ class Balance:
     async def watched(self) -> tuple[int, dict[str, int]]:
         """How many leases are watched, and what they owe the provider per denom as of each
         one's last check (an estimate: the chain settles it on withdrawal)."""
-        records = await self.bus.backend.hgetall(LEASES)
+        records = await self.leases.all()
         owed: dict[str, int] = {}
-        for raw in records.values():
-            denom, amount = json.loads(raw).get("unpaid") or ("", 0)
-            if denom:
-                owed[denom] = owed.get(denom, 0) + int(amount)
+        for record in records.values():
+            if record.unpaid is not None:
+                denom, amount = record.unpaid
+                owed[denom] = owed.get(denom, 0) + amount
         return len(records), owed
 
     # -- checks -----------------------------------------------------------------------------
     async def check_due(self) -> int:
         """Look at every lease whose check is due; how many."""
         now = self.now()
-        due = [
-            lease
-            for lease, score in await self.bus.backend.zrangebyscore(DUE, 0, now)
-            if await self._claim(lease, score, now)
-        ]
-        if not due:
+        claimed: dict[str, Watched] = {}
+        for lease, _ in await self.leases.due(now):
+            record = await self._claim(lease, now)
+            if record is not None:
+                claimed[lease] = record
+        if not claimed:
             return 0
         try:
             tip = await self.chain.tip()
         except (ChainUnavailable, NodeCatchingUp) as exc:
-            await self._later(due, now + self.retry_s, str(exc))
-            return len(due)
+            await self._later(claimed, now + self.retry_s, str(exc))
+            return len(claimed)
         self.clock.saw(tip)
-        records = await self.bus.backend.hgetall(LEASES)
-        withdrawals: list[tuple[str, Decision, Dec, str]] = []
+        withdrawals: list[Withdrawal] = []
         settling = await self._settling()
-        for lease in due:
-            raw = records.get(lease)
-            if raw is None:  # no longer monitored
-                await self._drop(lease)
-                continue
-            record = json.loads(raw)
+        for lease, record in claimed.items():
             deployment = deployment_of(lease)
             if deployment in settling:  # another lease of it is being withdrawn: next block
-                await self._later([lease], now + max(2 * self.clock.block_time, 1.0), "")
+                await self._later({lease: record}, now + max(2 * self.clock.block_time, 1.0), "")
                 continue
             metrics.CHECKS.inc()
             try:
                 view = await self.chain.escrow(LeaseID.parse(lease), tip.height)
             except ChainUnavailable as exc:
-                await self._later([lease], now + self.retry_s, str(exc))
+                await self._later({lease: record}, now + self.retry_s, str(exc))
                 continue
             if view is None:
                 log.info("lease %s is not active any more: no longer monitored", lease)
-                await self._drop(lease)
+                await self.leases.update(lease, _forget)
                 continue
             decision = decide(
                 view,
                 now=now,
-                next_periodic=float(record["next_periodic"]),
+                next_periodic=record.next_periodic,
                 block_time=self.clock.block_time,
                 policy=self.policy,
             )
-            record["next_periodic"] = decision.next_periodic
-            record["checked"] = now
-            record["unpaid"] = [view.denom, view.pending().truncate()]  # as of this check
+            looked = {
+                "next_periodic": decision.next_periodic,
+                "checked": now,
+                "unpaid": (view.denom, view.pending().truncate()),  # as of this check
+            }
             if decision.skipped:
                 metrics.SKIPPED.inc()
                 log.info("periodic withdrawal from %s skipped: %s", lease, decision.skipped)
             if decision.withdraw is None:
-                await self._schedule(lease, record, decision.next_check)
+                await self._later({lease: record}, decision.next_check, "", looked)
             else:
-                records[lease] = json.dumps(record)
-                withdrawals.append((lease, decision, view.remaining, view.denom))
+                withdrawals.append(
+                    Withdrawal(lease, record, looked, decision, view.remaining, view.denom)
+                )
                 settling.add(deployment)
         for start in range(0, len(withdrawals), self.batch):
-            await self._withdraw(withdrawals[start : start + self.batch], records, tip.height)
-        return len(due)
+            await self._withdraw(withdrawals[start : start + self.batch], tip.height)
+        return len(claimed)
 
-    async def _withdraw(
-        self, batch: Sequence[tuple[str, Decision, Dec, str]], records: dict[str, str], height: int
+    async def _claim(self, lease: str, now: float) -> Watched | None:
+        """Take a due lease for this check (its record as claimed), unless another check took
+        it since the schedule was read: the claim moves its next check ``CLAIM_S`` on (so a
+        replica that dies mid-check leaves it to the others after that), in a write guarded
+        by the record. A lease on the schedule without a record is taken off it."""
+
+        def take(before: Watched | None) -> Change[Watched] | None:
+            if before is None:
+                return Change(delete=True)  # not watched: off the schedule
+            if not before.due_by(now):
+                return None
+            return _next_check(before, now + CLAIM_S)
+
+        _, claimed = await self.leases.update(lease, take)
+        return claimed
+
+    async def _later(
+        self,
+        claimed: Mapping[str, Watched],
+        at: float,
+        error: str,
+        looked: Mapping[str, Any] | None = None,
     ) -> None:
+        """The next check of leases this check claimed (``looked``: what it saw of them), if
+        the claim still holds (the lease still watched, taken by no other check since)."""
+        if error:
+            self.last_error = error
+            log.warning("lease checks postponed: %s", error)
+        for lease, claim in claimed.items():
+
+            def looked_at(before: Watched | None, claim: Watched = claim) -> Change[Watched] | None:
+                if before is None or before.due != claim.due:
+                    return None
+                return _next_check(before, at, **(looked or {}))
+
+            await self.leases.update(lease, looked_at)
+
+    async def _withdraw(self, batch: Sequence[Withdrawal], height: int) -> None:
+        """One transaction withdrawing from the leases of ``batch`` still claimed by this
+        check, written with their records (guarded by them all), the events and the pending
+        record; read again and written again without a lease taken from it meanwhile."""
         key = f"{WITHDRAW_PREFIX}{uuid.uuid4().hex}"
         now = self.now()
-        pending = {
-            "leases": [lease for lease, *_ in batch],
-            "next": {lease: d.next_check for lease, d, *_ in batch},
-            "reasons": {lease: d.withdraw for lease, d, *_ in batch},
-            "at": now,
-        }
-
-        async def write(tx: BusTx) -> None:
-            tx.state.hset(PENDING, {key: json.dumps(pending)})
-            for lease, decision, remaining, denom in batch:
-                tx.state.hset(LEASES, {lease: records[lease]})
-                _due(tx, {lease: now + PENDING_TIMEOUT_S})
-                lease_id = LeaseID.parse(lease)
-                reason = decision.withdraw or "periodic"
-                tx.publish(BALANCE_EVENTS, WithdrawalRequested(lease_id=lease_id, reason=reason))
-                if decision.withdraw == "out_of_funds":
-                    tx.publish(
-                        BALANCE_EVENTS,
-                        LeaseOutOfFunds(
-                            lease_id=lease_id,
-                            balance=DecCoin(denom=denom, amount=remaining),
-                            height=height,
-                        ),
-                    )
-            tx.publish(
-                CHAIN_TX,
-                BroadcastTx(
-                    key=key,
-                    msgs=[WithdrawLease(lease_id=LeaseID.parse(lease)) for lease, *_ in batch],
-                ),
+        while True:
+            kept: list[tuple[Snapshot[Watched], Watched, Withdrawal]] = []
+            for w in batch:
+                snapshot = await self.leases.read(w.lease)
+                if snapshot.record is not None and snapshot.record.due == w.claimed.due:
+                    kept.append((snapshot, snapshot.record, w))
+            if not kept:
+                return
+            changes = [(snap, _withdrawing(record, w, now, height)) for snap, record, w in kept]
+            chosen = [w for *_, w in kept]
+            pending = {
+                "leases": [w.lease for w in chosen],
+                "next": {w.lease: w.decision.next_check for w in chosen},
+                "reasons": {w.lease: w.decision.withdraw for w in chosen},
+                "at": now,
+            }
+            command = BroadcastTx(
+                key=key, msgs=[WithdrawLease(lease_id=LeaseID.parse(w.lease)) for w in chosen]
             )
 
-        await self.bus.transact(write)
-        metrics.WITHDRAWALS.labels("requested").inc(len(batch))
+            def writes(
+                tx: BusTx, pending: dict[str, Any] = pending, command: BroadcastTx = command
+            ) -> None:
+                tx.state.hset(PENDING, {key: json.dumps(pending)})
+                tx.publish(CHAIN_TX, command)
+
+            if await self.leases.commit_many(changes, writes=writes):
+                break
+        metrics.WITHDRAWALS.labels("requested").inc(len(chosen))
         log.info(
             "withdrawing from %d lease(s) in %s: %s",
-            len(batch),
+            len(chosen),
             key,
-            ", ".join(f"{lease} ({d.withdraw})" for lease, d, *_ in batch),
-        )
-
-    async def _schedule(self, lease: str, record: dict[str, Any], at: float) -> None:
-        async def write(tx: BusTx) -> None:
-            tx.state.hset(LEASES, {lease: json.dumps(record)})
-            _due(tx, {lease: at})
-
-        await self.bus.transact(write)
-
-    async def _claim(self, lease: str, score: float, now: float) -> bool:
-        """Take a due lease for this check, unless another replica took it since its due
-        time was read: the claim moves the due time ``CLAIM_S`` on (so a replica that dies
-        mid-check leaves it to the others after that), guarded by the time read."""
-
-        async def take(tx: BusTx) -> None:
-            _due(tx, {lease: now + CLAIM_S})
-
-        guard = GUARD + lease
-        if await self.bus.apply_if(guard, repr(score), take):
-            return True
-        # written before guards were kept (or by hand): claim it while it has none
-        return await self.bus.backend.get(guard) is None and await self.bus.apply_if(
-            guard, None, take
+            ", ".join(f"{w.lease} ({w.decision.withdraw})" for w in chosen),
         )
 
     async def _settling(self) -> set[str]:
@@ -288,23 +313,6 @@ class Balance:
             if key.startswith(WITHDRAW_PREFIX):
                 found |= {deployment_of(lease) for lease in json.loads(raw)["leases"]}
         return found
-
-    async def _later(self, leases: Sequence[str], at: float, error: str) -> None:
-        if error:
-            self.last_error = error
-            log.warning("lease checks postponed: %s", error)
-
-        async def write(tx: BusTx) -> None:
-            _due(tx, dict.fromkeys(leases, at))
-
-        await self.bus.transact(write)
-
-    async def _drop(self, lease: str) -> None:
-        async def write(tx: BusTx) -> None:
-            tx.state.hdel(LEASES, lease)
-            _undue(tx, lease)
-
-        await self.bus.transact(write)
 
     # -- results ----------------------------------------------------------------------------
     async def on_tx_committed(self, msg: Message[TxCommitted]) -> None:
@@ -338,21 +346,21 @@ class Balance:
                 if paid is not None:
                     gained[lease] = await self.earnings.count(lease, *paid)
         now = self.now()
+        for lease in leases:  # each lease's next check; then the pending record goes
+            at = float(pending["next"][lease]) if committed else now + self.retry_s
 
-        async def write(tx: BusTx) -> None:
-            monitored = {lease: await tx.state.hget(LEASES, lease) for lease in leases}
+            def settled(before: Watched | None, at: float = at) -> Change[Watched] | None:
+                if before is None:  # no longer watched
+                    return None
+                # collected: nothing unpaid as of now
+                return _next_check(before, at, **({"unpaid": None} if committed else {}))
+
+            await self.leases.update(lease, settled, cause=msg.envelope)
+
+        async def done(tx: BusTx) -> None:
             tx.state.hdel(PENDING, key)
-            for lease, raw in monitored.items():
-                if raw is None:  # no longer watched
-                    continue
-                at = float(pending["next"][lease]) if committed else now + self.retry_s
-                _due(tx, {lease: at})
-                if committed:  # collected: nothing unpaid as of now
-                    record = json.loads(raw)
-                    record.pop("unpaid", None)
-                    tx.state.hset(LEASES, {lease: json.dumps(record)})
 
-        await msg.apply_once(write)
+        await msg.apply_once(done)
         if committed:
             metrics.WITHDRAWALS.labels("committed").inc(len(leases))
             log.info("withdrawal %s committed at height %s: %s", key, height, gained)
@@ -368,13 +376,28 @@ class Balance:
         return len(await self.bus.backend.hgetall(PENDING))
 
 
-def _due(tx: BusTx, times: Mapping[str, float]) -> None:
-    """Set leases' next checks, with each one's claim guard."""
-    tx.state.zadd(DUE, dict(times))
-    for lease, at in times.items():
-        tx.state.set(GUARD + lease, repr(float(at)))
+def _next_check(record: Watched, at: float, **update: Any) -> Change[Watched]:
+    """``record`` (with ``update``) and its next check at ``at``, in it and on the schedule."""
+    return Change(record.model_copy(update={**update, "due": at}), due=at)
 
 
-def _undue(tx: BusTx, lease: str) -> None:
-    tx.state.zrem(DUE, lease)
-    tx.state.delete(GUARD + lease)
+def _forget(_: Watched | None) -> Change[Watched]:
+    """No longer watched: the record and its next check go."""
+    return Change(delete=True)
+
+
+def _withdrawing(record: Watched, w: Withdrawal, now: float, height: int) -> Change[Watched]:
+    """A lease's part of a withdrawal: its record as the check saw it, not due again until
+    the result comes (or ``PENDING_TIMEOUT_S``), and its events."""
+    lease_id = LeaseID.parse(w.lease)
+    reason = w.decision.withdraw or "periodic"
+    events: list[tuple[str, Payload]] = [
+        (BALANCE_EVENTS, WithdrawalRequested(lease_id=lease_id, reason=reason))
+    ]
+    if w.decision.withdraw == "out_of_funds":
+        balance = DecCoin(denom=w.denom, amount=w.remaining)
+        events.append(
+            (BALANCE_EVENTS, LeaseOutOfFunds(lease_id=lease_id, balance=balance, height=height))
+        )
+    change = _next_check(record, now + PENDING_TIMEOUT_S, **w.looked)
+    return Change(change.record, publish=events, due=change.due)

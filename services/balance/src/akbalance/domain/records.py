@@ -1,9 +1,10 @@
 """What the balance service keeps in Redis, and under which keys (all ``akbalance:*``).
 
-- ``leases``    hash  lease → ``{"next_periodic": t, "added": t, "unpaid": [denom, n]}``
-- ``due``       zset  lease → when to look at its escrow next
-- ``due:<lease>``     that time as written: a check claims the lease only while it is unchanged
-  (two replicas never check one lease at once)
+- ``leases``    hash  lease → its record, a :class:`Watched` as JSON:
+  ``{"added": t, "next_periodic": t, "checked": t, "unpaid": [denom, n], "due": t}``
+- ``due``       zset  lease → when to look at its escrow next (the record's ``due`` too: a
+  check claims a lease by moving it on, in a write guarded by the record, so two replicas
+  never check one lease at once)
 - ``pending``   hash  transaction key → what it carries (leases, reason, next checks)
 - ``withdrawn:<lease>``  ``denom:amount``, the chain's total paid to us, as last counted
   (a :class:`Paid`)
@@ -12,6 +13,8 @@
 """
 
 from __future__ import annotations
+
+import json
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,10 +25,34 @@ PENDING = PREFIX + "pending"
 WITHDRAWN = PREFIX + "withdrawn"
 EARNED = PREFIX + "earned"
 SWEPT = PREFIX + "sweeps"
-GUARD = PREFIX + "due:"  # + lease: its due time as written, the claim guard
+OLD_GUARD = PREFIX + "due:"  # + lease: the claim guard of earlier versions, removed at start
 PENDING_TIMEOUT_S = 900.0
 CLAIM_S = 120.0  # a claimed lease is due again after this, should its checker die
 WITHDRAW_PREFIX, SWEEP_PREFIX = "withdraw/", "sweep/"
+
+
+class Watched(BaseModel):
+    """A lease watched: its record in the ``leases`` hash (JSON, the fields not None; a
+    ``next_periodic`` of Infinity: no periodic withdrawal)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    added: float
+    next_periodic: float  # when its next periodic withdrawal is due
+    checked: float | None = None  # when it was last looked at
+    unpaid: tuple[str, int] | None = None  # (denom, amount) owed as of that look
+    due: float | None = None  # its next check (None: a record written before it was kept)
+
+    @classmethod
+    def parse(cls, text: str) -> Watched:
+        return cls.model_validate(json.loads(text))
+
+    def __str__(self) -> str:
+        return json.dumps(self.model_dump(exclude_none=True))
+
+    def due_by(self, now: float) -> bool:
+        """Is its next check due by ``now`` (not taken by a check, nor looked at since)?"""
+        return self.due is None or self.due <= now
 
 
 class Paid(BaseModel):

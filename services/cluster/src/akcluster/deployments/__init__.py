@@ -34,8 +34,8 @@ neither is torn down.
 One module per part, each importing only those listed before it:
 
 - :mod:`~akcluster.deployments.ports`: what a cluster backend offers (``kube``, ``null``);
-- :mod:`~akcluster.deployments.records`: the records and the work queue, and the one
-  guarded write every change goes through;
+- :mod:`~akcluster.deployments.records`: the records and the work queue
+  (:class:`akbus.Records`: every change one guarded write);
 - :mod:`~akcluster.deployments.context`: what the parts share, and the monitor's timing;
 - :mod:`~akcluster.deployments.health`: the health check and the failure budget;
 - :mod:`~akcluster.deployments.steps`: deploy and teardown, and the objects a lease needs;

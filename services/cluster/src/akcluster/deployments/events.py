@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from akbus import BusTx, Message
+from akbus import Change, Message
 from akcluster.deployments.context import Context
+from akcluster.deployments.records import stamped
 from akcluster.domain.leases import LeaseRecord, service_names
 from aktypes.events import LeaseClosed, ManifestReceived
 
@@ -32,14 +33,13 @@ class Events:
         lease_id, group, version = msg.payload.lease_id, msg.payload.group, msg.payload.version
         now = self.clock()
 
-        def change(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def received(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None:
-                return LeaseRecord(lease_id=lease_id, group=group, version=version), now
+                created = LeaseRecord(lease_id=lease_id, group=group, version=version)
+                return stamped(created, self.clock, due=now)
             if before.state in ("closing", "closed"):
                 log.warning("lease %s is %s: manifest %s ignored", lease_id, before.state, version)
-                return None, None
+                return None
             if service_names(group) != service_names(before.group):
                 log.warning(
                     "lease %s: manifest %s renames services (%s → %s); ignored",
@@ -48,13 +48,13 @@ class Events:
                     ", ".join(service_names(before.group)),
                     ", ".join(service_names(group)),
                 )
-                return None, None
+                return None
             after = before.with_manifest(group, version)
             if after is before:
-                return None, None
-            return after, now
+                return None
+            return stamped(after, self.clock, due=now)
 
-        _, after = await self.records.update(lease_id, change, msg.envelope)
+        _, after = await self.records.update(str(lease_id), received, cause=msg.envelope)
         if after is not None:
             self.wake.set()
 
@@ -62,14 +62,13 @@ class Events:
         lease_id = msg.payload.lease_id
         now = self.clock()
 
-        def change(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def closing(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state in ("closing", "closed"):
-                return None, None
-            return before.model_copy(update={"state": "closing", "retries": 0}), now
+                return None
+            after = before.model_copy(update={"state": "closing", "retries": 0})
+            return stamped(after, self.clock, due=now)
 
-        before, after = await self.records.update(lease_id, change, msg.envelope)
+        before, after = await self.records.update(str(lease_id), closing, cause=msg.envelope)
         if before is None:  # never deployed here: only a reservation to give back
             await self.reservations.release(str(lease_id.order_id), msg.envelope)
         if after is not None:

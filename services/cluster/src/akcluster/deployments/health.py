@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from akbus import BusTx
+from akbus import Change
 from akcluster import metrics
 from akcluster.deployments.context import Context
 from akcluster.deployments.ports import LeaseStatus
+from akcluster.deployments.records import stamped
 from akcluster.domain.leases import LeaseRecord
 from akcluster.errors import LeaseNotFound, Unavailable
-from aktypes.events import BroadcastTx, CloseBid, DeploymentHealth, LeaseClosedReason
+from aktypes.events import BroadcastTx, CloseBid, DeploymentHealth, LeaseClosedReason, Payload
 from aktypes.events.streams import CHAIN_TX, CLUSTER_EVENTS
 
 log = logging.getLogger("akcluster.deployments")
@@ -61,36 +62,37 @@ class Health:
         if _healthy(record, status):
             metrics.MONITOR.labels("up").inc()
 
-            def healthy(
-                before: LeaseRecord | None, tx: BusTx
-            ) -> tuple[LeaseRecord | None, float | None]:
+            def healthy(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
                 if before is None or before.state != "deployed":
-                    return None, None
+                    return None
+                publish: list[tuple[str, Payload]] = []
                 if before.health != "deployed":
-                    tx.publish(
-                        CLUSTER_EVENTS,
-                        DeploymentHealth(lease_id=record.lease_id, state="deployed"),
+                    publish.append(
+                        (
+                            CLUSTER_EVENTS,
+                            DeploymentHealth(lease_id=record.lease_id, state="deployed"),
+                        )
                     )
                 after = before.model_copy(
                     update={"health": "deployed", "failures": 0, "message": ""}
                 )
-                return after, now + self.monitor.after_success()
+                due = now + self.monitor.after_success()
+                return stamped(after, self.clock, due=due, publish=publish)
 
-            await self.records.update(record.lease_id, healthy)
+            await self.records.update(str(record.lease_id), healthy)
             return
         metrics.MONITOR.labels("down").inc()
         message = _unhealthy_message(record, status, failing)
 
-        def unhealthy(
-            before: LeaseRecord | None, tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def unhealthy(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state != "deployed":
-                return None, None
+                return None
             after = before.model_copy(update={"failures": before.failures + 1})
-            after = judge_unhealthy(after, message, tx, self.monitor.max_retries)
-            return after, now + self.monitor.after_failure()
+            after, publish = judge_unhealthy(after, message, self.monitor.max_retries)
+            due = now + self.monitor.after_failure()
+            return stamped(after, self.clock, due=due, publish=publish)
 
-        await self.records.update(record.lease_id, unhealthy)
+        await self.records.update(str(record.lease_id), unhealthy)
 
     async def _objects_lost(self, record: LeaseRecord) -> None:
         log.warning(
@@ -98,18 +100,20 @@ class Health:
         )
         now = self.clock()
 
-        def again(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def again(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state != "deployed":
-                return None, None
-            return before.model_copy(update={"state": "deploying", "applied": ""}), now
+                return None
+            after = before.model_copy(update={"state": "deploying", "applied": ""})
+            return stamped(after, self.clock, due=now)
 
-        await self.records.update(record.lease_id, again)
+        await self.records.update(str(record.lease_id), again)
 
 
-def judge_unhealthy(record: LeaseRecord, message: str, tx: BusTx, max_retries: int) -> LeaseRecord:
-    """One more failure: report it, and past ``max_retries`` close the lease (once)."""
+def judge_unhealthy(
+    record: LeaseRecord, message: str, max_retries: int
+) -> tuple[LeaseRecord, list[tuple[str, Payload]]]:
+    """One more failure: the record, and the events that report it; past ``max_retries`` it
+    closes the lease (once)."""
     if record.failures > max_retries and not record.close_sent:
         log.error(
             "lease %s: unhealthy %d times in a row (%s); closing the lease as unstable",
@@ -118,28 +122,23 @@ def judge_unhealthy(record: LeaseRecord, message: str, tx: BusTx, max_retries: i
             message,
         )
         metrics.MONITOR.labels("failed").inc()
-        tx.publish(
-            CHAIN_TX,
-            BroadcastTx(
-                key=f"close-bid/unstable/{record.lease_id}",
-                msgs=[CloseBid(bid_id=record.lease_id.bid_id, reason=LeaseClosedReason.UNSTABLE)],
-            ),
+        close = BroadcastTx(
+            key=f"close-bid/unstable/{record.lease_id}",
+            msgs=[CloseBid(bid_id=record.lease_id.bid_id, reason=LeaseClosedReason.UNSTABLE)],
         )
-        tx.publish(
-            CLUSTER_EVENTS,
-            DeploymentHealth(lease_id=record.lease_id, state="failed", message=message),
-        )
-        return record.model_copy(
+        failed = DeploymentHealth(lease_id=record.lease_id, state="failed", message=message)
+        after = record.model_copy(
             update={"health": "failed", "close_sent": True, "message": message}
         )
+        return after, [(CHAIN_TX, close), (CLUSTER_EVENTS, failed)]
+    publish: list[tuple[str, Payload]] = []
     if record.health != "pending":
-        tx.publish(
-            CLUSTER_EVENTS,
-            DeploymentHealth(lease_id=record.lease_id, state="pending", message=message),
-        )
-    return record.model_copy(
+        pending = DeploymentHealth(lease_id=record.lease_id, state="pending", message=message)
+        publish.append((CLUSTER_EVENTS, pending))
+    after = record.model_copy(
         update={"health": "failed" if record.close_sent else "pending", "message": message}
     )
+    return after, publish
 
 
 def _healthy(record: LeaseRecord, status: LeaseStatus) -> bool:

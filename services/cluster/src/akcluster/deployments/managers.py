@@ -14,7 +14,7 @@ from akcluster.deployments.events import Events
 from akcluster.deployments.health import Health
 from akcluster.deployments.ports import Backend
 from akcluster.deployments.queries import Queries
-from akcluster.deployments.records import LeaseRecords
+from akcluster.deployments.records import lease_records
 from akcluster.deployments.recovery import Recovery
 from akcluster.deployments.steps import Steps
 from akcluster.deployments.worker import Worker
@@ -58,7 +58,7 @@ class Deployments:
         activate_reservations: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.records = LeaseRecords(bus, clock)
+        self.records = lease_records(bus)
         self.context = Context(
             records=self.records,
             backend=backend,
@@ -80,10 +80,10 @@ class Deployments:
 
     # -- records --------------------------------------------------------------------------
     async def record(self, lease_id: LeaseID | str) -> LeaseRecord | None:
-        return await self.records.get(lease_id)
+        return await self.records.get(str(lease_id))
 
     async def active_count(self) -> int:
-        return await self.records.count()
+        return len(await self.records.members())
 
     # -- events ---------------------------------------------------------------------------
     async def on_manifest_received(self, msg: Message[ManifestReceived]) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from akbus import BusTx, Message
+from akbus import Change, Message
 from akcluster.deployments.context import Context
+from akcluster.deployments.records import stamped
 from akcluster.domain.leases import (
     LeaseRecord,
     hostname_refusals,
@@ -59,7 +60,7 @@ class Queries:
 
     async def lease_status(self, msg: Message[GetLeaseStatus]) -> None:
         lease_id, service = msg.payload.lease_id, msg.payload.service
-        record = await self.records.get(lease_id)
+        record = await self.records.get(str(lease_id))
         if record is None or record.state == "closed":
             await msg.reply(_not_found(lease_id, f"no deployment for lease {lease_id}"))
             return
@@ -94,7 +95,7 @@ class Queries:
 
     async def lease_manifest(self, msg: Message[GetLeaseManifest]) -> None:
         lease_id = msg.payload.lease_id
-        record = await self.records.get(lease_id)
+        record = await self.records.get(str(lease_id))
         if record is None or record.state == "closed":
             await msg.reply(_not_found(lease_id, f"no manifest for lease {lease_id}"))
             return
@@ -154,15 +155,13 @@ class Queries:
             return MigrationRefused(code=exc.code, message=str(exc))
         now = self.clock()
 
-        def redeploy(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def redeploy(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state in ("closing", "closed"):
-                return None, None
-            return before.model_copy(update={"state": "deploying"}), now
+                return None
+            return stamped(before.model_copy(update={"state": "deploying"}), self.clock, due=now)
 
         for lease_id in (*sources, target.lease_id):
-            await self.records.update(lease_id, redeploy)
+            await self.records.update(str(lease_id), redeploy)
         self.wake.set()
         log.info(
             "moved %s from %s to %s",
@@ -178,7 +177,7 @@ class Queries:
             lease_id = LeaseID.parse(member)
             if (lease_id.owner, lease_id.dseq, lease_id.gseq) != (owner, dseq, gseq):
                 continue
-            record = await self.records.get(lease_id)
+            record = await self.records.get(str(lease_id))
             if record is not None and record.state in ("deploying", "deployed"):
                 return record
         return None

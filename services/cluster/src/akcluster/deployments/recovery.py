@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 
-from akbus import BusTx
+from akbus import Change
 from akcluster import metrics
 from akcluster.deployments.context import Context
 from akcluster.deployments.ports import Scan
+from akcluster.deployments.records import RecordBatches, stamped
 from akcluster.deployments.steps import Steps, lease_params
 from akcluster.domain.leases import LeaseRecord
 from akcluster.domain.ledger import Ledger
@@ -64,7 +65,7 @@ class Recovery:
         ledger = await self.reservations.refresh()
         names = Holders(await self.hostnames.holders()), Holders(await self.endpoints.holders())
         order = sorted(members, key=lambda member: lease_namespace(LeaseID.parse(member)))
-        async with self.backend.scan() as scan, self.records.read(order) as records:
+        async with self.backend.scan() as scan, RecordBatches(self.records, order) as records:
             async for record in records:
                 outcome = await self._outcome(record, scan, ledger, names)
                 counts[outcome] += 1
@@ -80,7 +81,7 @@ class Recovery:
             if resource is None:  # gone meanwhile
                 continue
             _, group, version = group_from_manifest_object(resource)
-            closed = await self.records.get(lease_id)
+            closed = await self.records.get(str(lease_id))
             if closed is None:
                 await self._adopt(lease_id, group, version)
                 counts["adopted"] += 1
@@ -112,39 +113,36 @@ class Recovery:
         """Queue the lease's next step now; a deployed lease is deployed again."""
         now = self.clock()
 
-        def again(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def again(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None:
-                return None, None
+                return None
             if before.state == "deployed":
-                return before.model_copy(update={"state": "deploying"}), now
-            return before, now
+                return stamped(
+                    before.model_copy(update={"state": "deploying"}), self.clock, due=now
+                )
+            return stamped(before, self.clock, due=now)
 
-        await self.records.update(lease_id, again)
+        await self.records.update(str(lease_id), again)
 
     async def _adopt(self, lease_id: LeaseID, group: Group, version: str) -> None:
         now = self.clock()
 
-        def adopt(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def adopt(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is not None:
-                return None, None
-            return LeaseRecord(lease_id=lease_id, group=group, version=version, recovered=True), now
+                return None
+            adopted = LeaseRecord(lease_id=lease_id, group=group, version=version, recovered=True)
+            return stamped(adopted, self.clock, due=now)
 
-        await self.records.update(lease_id, adopt)
+        await self.records.update(str(lease_id), adopt, absent=True)
         await self.reservations.reseed(str(lease_id.order_id), group)
 
     async def _queue_teardown(self, lease_id: LeaseID, group: Group | None, version: str) -> None:
         now = self.clock()
 
-        def close(
-            before: LeaseRecord | None, _tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def close(before: LeaseRecord | None) -> Change[LeaseRecord]:
             base = before or LeaseRecord(
                 lease_id=lease_id, group=group or Group(name="", services=[]), version=version
             )
-            return base.model_copy(update={"state": "closing"}), now
+            return stamped(base.model_copy(update={"state": "closing"}), self.clock, due=now)
 
-        await self.records.update(lease_id, close)
+        await self.records.update(str(lease_id), close)

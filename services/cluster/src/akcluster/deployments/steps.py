@@ -21,10 +21,11 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from akbus import BusTx
+from akbus import Change
 from akcluster import metrics
 from akcluster.deployments.context import Context, backoff
 from akcluster.deployments.health import judge_unhealthy
+from akcluster.deployments.records import stamped
 from akcluster.domain.leases import (
     LeaseRecord,
     hostname_refusals,
@@ -47,7 +48,7 @@ from akcluster.domain.objects import (
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import MoveRefused, Rejected, Unavailable
 from akcluster.registry import endpoint_key
-from aktypes.events import DeploymentApplied, LeaseFundsMonitor, LeaseTornDown
+from aktypes.events import DeploymentApplied, LeaseFundsMonitor, LeaseTornDown, Payload
 from aktypes.events.streams import CLUSTER_EVENTS
 from aktypes.ids import LeaseID
 
@@ -106,11 +107,9 @@ class Steps:
             await self.reservations.activate(str(record.lease_id.order_id))
         now = self.clock()
 
-        def change(
-            before: LeaseRecord | None, tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def applied(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state in ("closing", "closed"):
-                return None, None  # closed meanwhile: the teardown is queued already
+                return None  # closed meanwhile: the teardown is queued already
             after = before.model_copy(
                 update={
                     "applied": version,
@@ -123,26 +122,32 @@ class Steps:
                     "message": "",
                 }
             )
-            tx.publish(
-                CLUSTER_EVENTS,
-                DeploymentApplied(
-                    lease_id=record.lease_id,
-                    manifest_version=version,
-                    services=service_names(record.group),
-                ),
-            )
-            if not before.monitored:
-                tx.publish(
+            publish: list[tuple[str, Payload]] = [
+                (
                     CLUSTER_EVENTS,
-                    LeaseFundsMonitor(
-                        lease_id=record.lease_id, action="add", is_new_lease=not before.recovered
+                    DeploymentApplied(
+                        lease_id=record.lease_id,
+                        manifest_version=version,
+                        services=service_names(record.group),
                     ),
+                )
+            ]
+            if not before.monitored:
+                publish.append(
+                    (
+                        CLUSTER_EVENTS,
+                        LeaseFundsMonitor(
+                            lease_id=record.lease_id,
+                            action="add",
+                            is_new_lease=not before.recovered,
+                        ),
+                    )
                 )
                 after = after.model_copy(update={"monitored": True})
             due = now if after.state == "deploying" else now + self.monitor.retry_period
-            return after, due
+            return stamped(after, self.clock, due=due, publish=publish)
 
-        await self.records.update(record.lease_id, change)
+        await self.records.update(str(record.lease_id), applied)
 
     async def _deploy_failed(self, record: LeaseRecord, message: str, *, judge: bool) -> None:
         """A deploy that did not go through: retry later; a refused one also counts
@@ -150,21 +155,21 @@ class Steps:
         log.warning("lease %s: %s", record.lease_id, message)
         now = self.clock()
 
-        def change(
-            before: LeaseRecord | None, tx: BusTx
-        ) -> tuple[LeaseRecord | None, float | None]:
+        def failed(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state in ("closing", "closed"):
-                return None, None
+                return None
             retries = before.retries + 1
             failures = before.failures + (1 if judge else 0)
             after = before.model_copy(
                 update={"retries": retries, "failures": failures, "message": message}
             )
+            publish: list[tuple[str, Payload]] = []
             if judge:
-                after = judge_unhealthy(after, message, tx, self.monitor.max_retries)
-            return after, now + (self.monitor.after_failure() if judge else backoff(retries))
+                after, publish = judge_unhealthy(after, message, self.monitor.max_retries)
+            due = now + (self.monitor.after_failure() if judge else backoff(retries))
+            return stamped(after, self.clock, due=due, publish=publish)
 
-        await self.records.update(record.lease_id, change)
+        await self.records.update(str(record.lease_id), failed)
 
     async def _claim_names(
         self, record: LeaseRecord
@@ -225,29 +230,32 @@ class Steps:
             log.warning("lease %s: teardown waits for Kubernetes (%s)", lease_id, exc)
             now = self.clock()
 
-            def later(
-                before: LeaseRecord | None, _tx: BusTx
-            ) -> tuple[LeaseRecord | None, float | None]:
+            def later(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
                 if before is None or before.state != "closing":
-                    return None, None
-                return before.model_copy(update={"retries": retries}), now + backoff(retries)
+                    return None
+                after = before.model_copy(update={"retries": retries})
+                return stamped(after, self.clock, due=now + backoff(retries))
 
-            await self.records.update(lease_id, later)
+            await self.records.update(str(lease_id), later)
             return
         await self._release_names(lease_id)
         await self.reservations.release(str(lease_id.order_id))
         metrics.DEPLOYMENT.labels("teardown", "success").inc()
 
-        def done(before: LeaseRecord | None, tx: BusTx) -> tuple[LeaseRecord | None, float | None]:
+        def done(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is None or before.state != "closing":
-                return None, None
-            tx.publish(CLUSTER_EVENTS, LeaseTornDown(lease_id=lease_id))
+                return None
+            publish: list[tuple[str, Payload]] = [
+                (CLUSTER_EVENTS, LeaseTornDown(lease_id=lease_id))
+            ]
             if before.monitored:
-                tx.publish(CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease_id, action="remove"))
+                publish.append(
+                    (CLUSTER_EVENTS, LeaseFundsMonitor(lease_id=lease_id, action="remove"))
+                )
             gone = {"state": "closed", "hosts": [], "endpoints": [], "message": ""}
-            return before.model_copy(update=gone), None
+            return stamped(before.model_copy(update=gone), self.clock, due=None, publish=publish)
 
-        await self.records.update(lease_id, done)
+        await self.records.update(str(lease_id), done)
 
     async def _release_names(self, lease_id: LeaseID) -> None:
         await self.hostnames.release(lease_id)

@@ -1,11 +1,10 @@
 """The worker of the deployment managers: every due step, a few leases at a time.
 
-It reads the work queue (:meth:`~akcluster.deployments.records.LeaseRecords.due`) every
-``poll_s`` and whenever woken (an event or a migration queued a step now), and runs each due
-lease's next step in a task of its own, at most ``concurrency`` at once and one per lease:
-the teardown of a closing lease, the deploy of one whose manifest is not applied yet, else
-its health check. A step that fails is retried five seconds later; a Redis outage pauses the
-work, nothing more.
+It reads the work queue (:meth:`akbus.Records.due`) every ``poll_s`` and whenever woken (an
+event or a migration queued a step now), and runs each due lease's next step in a task of its
+own, at most ``concurrency`` at once and one per lease: the teardown of a closing lease, the
+deploy of one whose manifest is not applied yet, else its health check. A step that fails is
+retried five seconds later; a Redis outage pauses the work, nothing more.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ class Worker:
                 try:  # a Redis outage pauses the work, nothing more
                     due = await until_reachable(
                         "work queue",
-                        self.records.due,
+                        lambda: self.records.due(self.clock()),
                         keep_going=lambda: not stopping.is_set(),
                     )
                 except ConnectionLost:  # given up only because the service is stopping
@@ -71,11 +70,11 @@ class Worker:
         try:
             record = await self.records.get(member)
             if record is None:
-                await self.records.forget(member)
+                await self.records.reschedule(member, None)
             elif record.state == "closing":
                 await self.steps.teardown(record)
             elif record.state == "closed":
-                await self.records.forget(member)
+                await self.records.reschedule(member, None)
             elif record.state == "deploying" or record.applied != record.version:
                 await self.steps.deploy(record)
             else:
