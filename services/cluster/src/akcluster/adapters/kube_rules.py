@@ -1,7 +1,7 @@
 """What the ``kube`` deployment backend decides without talking to the server: whether an
 object held by the server is up to date with the desired one, what to write instead, and
-how a lease's workloads, Services and pods read as Akash's status (pure functions over the
-objects' JSON, tested on their own).
+how a lease's workloads, Services, Ingresses and pods read as Akash's status (pure
+functions over the objects' JSON, tested on their own).
 """
 
 from __future__ import annotations
@@ -246,6 +246,17 @@ def leased_ips(services: Iterable[Mapping[str, Any]]) -> dict[str, list[LeasedIP
             )
         )
     return found
+
+
+def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(hostname, Service) of each rule of an Ingress that routes a host to a Service."""
+    routes = []
+    for rule in (ingress.get("spec") or {}).get("rules") or ():
+        for path in (rule.get("http") or {}).get("paths") or ():
+            name = ((path.get("backend") or {}).get("service") or {}).get("name")
+            if name and rule.get("host") and (rule["host"], name) not in routes:
+                routes.append((str(rule["host"]), str(name)))
+    return routes
 
 
 def pod_failure(pod: Mapping[str, Any]) -> str | None:

@@ -2,7 +2,8 @@
 
 For runs without Kubernetes (development, end-to-end tests of the other services): it
 takes what the deployment managers apply, answers as a cluster would once everything is
-running (every service available with its full count), and forgets a lease on teardown.
+running (every service available with its full count, every ProviderHost routed as the
+hostname operator would route it), and forgets a lease on teardown.
 
 It also holds what both deployment backends share, because it needs nothing but aktypes:
 :data:`LeaseStatus` and :func:`lease_id_of` (the lease an object belongs to, from its
@@ -42,10 +43,9 @@ LEASE_LABELS = {
     "provider": LEASE_PROVIDER,
 }
 
-# what ``prune`` may remove: the objects of a lease's services, its Ingresses and policies
+# what ``prune`` may remove: the objects of a lease's services, its policies and custom resources
 PRUNED_KINDS = frozenset(
     {
-        "Ingress",
         "Service",
         "Deployment",
         "StatefulSet",
@@ -140,13 +140,13 @@ class NullDeployments:
         services: Sequence[tuple[str, int]],
         public_hostname: str,  # noqa: ARG002 - no node ports to forward without a cluster
     ) -> LeaseStatus:
-        """Every service running with its full count; URIs from the lease's Ingresses."""
-        namespace = lease_namespace(lease_id)
+        """Every service running with its full count; URIs from the lease's ProviderHosts
+        (routed, as the hostname operator would route them)."""
         uris: dict[str, list[str]] = {}
-        for (kind, ns, _), obj in sorted(self.objects.items()):
-            if kind == "Ingress" and ns == namespace:
-                for host, service in ingress_routes(obj):
-                    uris.setdefault(service, []).append(host)
+        for (kind, _, _), obj in sorted(self.objects.items()):
+            if kind == "ProviderHost" and lease_id_of(obj) == lease_id:
+                spec = obj.get("spec") or {}
+                uris.setdefault(str(spec["service_name"]), []).append(str(spec["hostname"]))
         return LeaseStatus(
             lease_id=lease_id,
             services={
@@ -211,14 +211,3 @@ class NullScan:
             elif lease_namespace(lease_id) == name:
                 namespaces.append(lease_id)
         return manifests, namespaces
-
-
-def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(hostname, Service) of each rule of an Ingress that routes a host to a Service."""
-    routes = []
-    for rule in (ingress.get("spec") or {}).get("rules") or ():
-        for path in (rule.get("http") or {}).get("paths") or ():
-            name = ((path.get("backend") or {}).get("service") or {}).get("name")
-            if name and rule.get("host") and (rule["host"], name) not in routes:
-                routes.append((str(rule["host"]), str(name)))
-    return routes
