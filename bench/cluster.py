@@ -1,7 +1,8 @@
 """Cluster deployments on kubesim: manifest → pods Running, and recovery after a restart.
 
 One Redis (started here), kubesim (``python -m kubesim serve``) with nodes big enough for
-every lease, and the cluster service as a real subprocess (``kube`` backend). The load is
+every lease, and the cluster service as a real subprocess (``kube`` backend) with the
+inventory operator it takes its inventory from. The load is
 ``ManifestReceived`` events published on ``akash.provider.manifest.events``, as the
 manifest service publishes them once it accepts a manifest: no chain is involved.
 
@@ -10,8 +11,8 @@ manifest service publishes them once it accepts a manifest: no chain is involved
    every one of its services available (``GetLeaseStatus``, as the gateway asks).
 2. **Recovery**: ``--leases`` small leases deployed, then the cluster service SIGKILLed and
    started again; recovery time is from the restart to the process ready with every lease
-   deployed (records in Redis), including the process's own start (imports, the inventory's
-   first listing). Recovery compares each lease's objects with the cluster's and deploys
+   deployed (records in Redis), including the process's own start (imports, the inventory
+   operator's latest inventory). Recovery compares each lease's objects with the cluster's and deploys
    again only what drifted, so here (nothing drifted) no lease is re-applied;
    ``bench/recovery.py`` does the same at 10,000 leases. The baseline, measured on the same kubesim right before the restart, is
    what any recovery must at least do: read back every object the leases hold, with one
@@ -47,6 +48,7 @@ from akbus.embedded import EmbeddedRedis
 from akbus.testing import FAST_SETTINGS
 from akcluster.testing import TINY_SDL as TINY
 from akcluster.testing import ClusterProcess
+from akoperators.testing import OperatorProcess
 from aktypes.events import GetLeaseStatus, LeaseQueryFailed, LeaseStatusReport, ManifestReceived
 from aktypes.events.streams import CLUSTER_COMMANDS, MANIFEST_EVENTS
 from aktypes.ids import LeaseID
@@ -177,15 +179,20 @@ async def measure(url: str, work: Path, sdls: int, leases: int, backend: str) ->
     nodes = work / "nodes.yaml"
     nodes.write_text(NODES)
     kube: KubeSimProcess | None = None
+    inventory: OperatorProcess | None = None
     env = {"AP_MONITOR_HEALTHCHECK_PERIOD": "60s", "AP_LOG_LEVEL": "warning"}
     if backend == "kube":
         kube = KubeSimProcess(work / "kubesim", None, "--nodes", str(nodes))
         kube.start(timeout=60)
-        env |= {
-            "AP_CLUSTER_BACKEND": "kube",
-            "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
-            "AP_CLUSTER_STORAGE": "beta2=64Ti,beta3=64Ti",
-        }
+        env |= {"AP_CLUSTER_BACKEND": "kube", "AP_KUBECONFIG": str(kube.kubeconfig.resolve())}
+        inventory = OperatorProcess(
+            "inventory",
+            redis_url=url,
+            log_path=work / "inventory.log",
+            kubeconfig=kube.kubeconfig.resolve(),
+            env={"AP_INVENTORY_STORAGE": "beta2=64Ti,beta3=64Ti", "AP_LOG_LEVEL": "warning"},
+        )
+        inventory.start(wait_ready=False)  # the cluster's start awaits its first inventory
     else:
         env |= {"AP_CLUSTER_BACKEND": "null", "AP_CLUSTER_INVENTORY_FILE": str(nodes)}
     cluster = ClusterProcess(redis_url=url, log_path=work / "cluster.log", extra_env=env)
@@ -231,6 +238,8 @@ async def measure(url: str, work: Path, sdls: int, leases: int, backend: str) ->
     finally:
         await bus.close()
         cluster.stop()
+        if inventory is not None:
+            inventory.stop()
         if kube is not None:
             kube.stop()
 

@@ -1,7 +1,8 @@
 """Recovery of the cluster service at scale, and the memory of every provider service at
 that scale: ``--leases`` leases (10,000 by default) held in Kubernetes (kubesim) and in Redis,
-the cluster service SIGKILLed and started again; then the bid engine, the manifest service,
-the balance service and the gateway started on their own state for the same leases.
+the cluster service (its inventory the inventory operator's) SIGKILLed and started again;
+then the bid engine, the manifest service, the balance service and the gateway started on
+their own state for the same leases.
 
 **Seeding** leaves everything as the cluster service leaves a deployed lease, without
 deploying through it (at its first-deploy rate that would take many minutes): each lease's
@@ -29,9 +30,9 @@ same state, each time after ``REST_S`` at rest, each restart printed with when i
 ready; the median is the result.
 
 **Baseline**, on the same kubesim right before the kill: what any recovery must at least
-read — every object the leases hold, and the pods the inventory counts — with one LIST per
-kind across all namespaces (pages of 500, label-selected as the service selects them, the
-JSON not turned into models), through the official client.
+read — every object the leases hold, and the pods the inventory operator counts — with one
+LIST per kind across all namespaces (pages of 500, label-selected as the service selects
+them, the JSON not turned into models), through the official client.
 
 **RSS per service** (the target: under 150 MB each at 10,000 leases), VmRSS and its peak
 VmHWM. The cluster service's is read once it has published its status after the restart
@@ -123,6 +124,7 @@ from akgateway.testing import GatewayProcess
 from akmanifest.domain.records import DEPLOYMENTS_KEY, DeploymentRecord
 from akmanifest.domain.records import record_key as deployment_key
 from akmanifest.testing import ManifestProcess
+from akoperators.testing import OperatorProcess
 from akservice.testing import RuntimeProcess, ServiceProcess
 from aktypes.coin import DecCoin
 from aktypes.events.streams import status_stream
@@ -146,7 +148,7 @@ BATCH = 500  # Redis commands per pipeline
 CONCURRENCY = 16  # requests in flight to kubesim while seeding
 PLURALS = {"Ingress": "ingresses", "NetworkPolicy": "networkpolicies"}
 SELECTOR = "akash.network=true"
-BASELINE = (  # what the leases hold, and the pods the inventory lists
+BASELINE = (  # what the leases hold, and the pods the inventory operator lists
     "/api/v1/namespaces",
     "/apis/akash.network/v2beta2/manifests",
     "/apis/networking.k8s.io/v1/networkpolicies",
@@ -682,8 +684,16 @@ async def measure(
         "AP_MONITOR_HEALTHCHECK_PERIOD": f"{period:g}s",
         "AP_MONITOR_HEALTHCHECK_PERIOD_JITTER": f"{period:g}s",
     }
+    inventory = OperatorProcess(
+        "inventory",
+        redis_url=server.url,
+        log_path=work / "inventory.log",
+        kubeconfig=kube.kubeconfig.resolve(),
+        env={"AP_LOG_LEVEL": "warning"},
+    )
+    inventory.start(wait_ready=False)  # the cluster's start awaits its first inventory
     cluster = ClusterProcess(redis_url=server.url, log_path=work / "cluster.log", extra_env=env)
-    running: list[ServiceProcess] = [kube, cluster]
+    running: list[ServiceProcess] = [kube, inventory, cluster]
     try:
         seconds = await measure_cluster(
             server.url, kube, cluster, leases, period, restarts=restarts

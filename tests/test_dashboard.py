@@ -61,13 +61,6 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
     provider: Provider, chain: DevnetClients, tmp_path: Path
 ) -> None:
     provider.balance_env = {}
-    provider.operators = ("inventory", "hostname", "ip")
-    gpus = tmp_path / "gpus.yaml"  # the test nodes' product name, as an operator names its own
-    gpus.write_text(
-        "version: v1\ngpus:\n"
-        "  - {vendor: nvidia, model: a100, memory: 80Gi, interface: sxm, products: [a100]}\n"
-    )
-    provider.operator_env = {"AP_INVENTORY_GPU_REGISTRY": str(gpus)}
     provider.start()
     gateway = provider.gateway
     base = gateway.dashboard_url

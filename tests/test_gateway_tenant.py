@@ -1,8 +1,8 @@
 """The rest of a tenant's gateway, across real processes: migrations between two leases,
 who may call which route (certificates and tokens, every route), logs, events and a shell.
 
-One provider for the whole module (devnet, Redis, relay, kubesim, every service, gateway):
-each test uses deployments of its own.
+One provider for the whole module (devnet, Redis, relay, kubesim and its operators, every
+service, gateway): each test uses deployments of its own.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ LIMITS = {
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
-        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test", "AP_CLUSTER_LEASED_IPS": "8"},
+        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
+        operator_env={"AP_IP_POOL": "203.0.113.30-203.0.113.37"},  # eight leased IPs
         gateway_env=LIMITS,
     ) as provider:
         yield provider
@@ -175,16 +176,25 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
     # each lease also has its own generated hostname (static ingress hosts), which never moves
     made_first = ingress_host(first, "web", suite.ingress_domain)
     made_second = ingress_host(second, "web", suite.ingress_domain)
-    assert names_of(suite, first) == {
+    # each lease's ProviderHosts as the cluster declared them, routed by the hostname operator
+    first_names = {
         "ingress": sorted([HOST, made_first]),
         "providerhosts": sorted([HOST, made_first]),
         "leasedips": [ip_key],
     }
-    assert names_of(suite, second) == {
+    second_names = {
         "ingress": [made_second],
         "providerhosts": [made_second],
         "leasedips": [],
     }
+    for lease, expected in ((first, first_names), (second, second_names)):
+        routed = await eventually(
+            lambda lease=lease: _names(suite, lease),
+            timeout_s=30,
+            what=f"the names of {lease} routed",
+            until=expected.__eq__,
+        )
+        assert routed == expected
     url = suite.gateway.url
 
     async def migrate(
@@ -226,7 +236,12 @@ async def test_hostnames_and_endpoints_move_between_one_owners_leases_only(
         what="the hostname routed to the second lease",
         until=lambda n: n["ingress"] == n["providerhosts"] == sorted([HOST, made_second]),
     )
-    moved_away = names_of(suite, first)
+    moved_away = await eventually(  # the hostname operator removes the first lease's Ingress
+        lambda: _names(suite, first),
+        timeout_s=30,
+        what="the hostname gone from the first lease",
+        until=lambda n: n["ingress"] == [made_first],
+    )
     assert (moved_away["ingress"], moved_away["providerhosts"]) == ([made_first], [made_first])
     assert moved_away["leasedips"] == [ip_key]  # only what was asked moves
 

@@ -1,9 +1,9 @@
 """Every process of the suite rides out a Redis outage: none exits, each is ready again once
 Redis is back, and a tenant's lease goes through afterwards.
 
-Redis (with AOF) is SIGKILLed under the running suite (relay, kubesim, cluster, bid engine,
-balance, manifest, gateway) and started again on the same files a few seconds later, long
-enough for every loop of every service to meet the outage at least once.
+Redis (with AOF) is SIGKILLed under the running suite (relay, kubesim, the operators,
+cluster, bid engine, balance, manifest, gateway) and started again on the same files a few
+seconds later, long enough for every loop of every service to meet the outage at least once.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ async def test_no_process_dies_of_a_redis_outage(
             "balance",
             "manifest",
             "gateway",
+            "inventory-operator",
+            "hostname-operator",
+            "ip-operator",
         }
 
         private_redis.kill()

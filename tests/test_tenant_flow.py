@@ -1,11 +1,11 @@
 """A tenant's whole path through the gateway, as Akash's own client takes it: a client
 certificate on chain, the manifest over mTLS, the lease's status, the close.
 
-Every process is real (devnet, Redis, relay, kubesim, cluster, bid engine, manifest,
-gateway); what runs is read from kubesim with the official client, the reservations from
-the cluster's retained status. The provider runs with static ingress hosts (the harness's
-default), so every HTTP service also has Go's generated hostname; without them, an HTTP
-expose without a hostname is refused.
+Every process is real (devnet, Redis, relay, kubesim and its operators, cluster, bid engine,
+manifest, gateway); what runs is read from kubesim with the official client (the Ingresses
+are the hostname operator's), the reservations from the cluster's retained status. The
+provider runs with static ingress hosts (the harness's default), so every HTTP service also
+has Go's generated hostname; without them, an HTTP expose without a hostname is refused.
 """
 
 from __future__ import annotations

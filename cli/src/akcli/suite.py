@@ -1,14 +1,16 @@
 """``akash-provider run``: the whole provider suite on embedded defaults, as separate processes.
 
 Redis (the embedded server unless ``REDIS_URL`` is set), the devnet chain, kubesim (a
-simulated Kubernetes cluster) with the inventory, hostname and IP operators, the chain
-relay, the cluster service (``kube`` backend on kubesim, its inventory from the inventory
-operator), the bid engine, manifest, balance and gateway services, and simulated tenants
-deploying SDLs from Akash's template library. Everything lives under ``.akash-provider/``
-(logs in ``.akash-provider/logs``). HTTP services get generated hostnames under
-``ingress.localhost`` (static ingress hosts), so every tenant's lease status has URIs. It
-prints where everything is and how to watch the streams, and stops it all on Ctrl-C; if a
-process dies it says which, shows the end of its log, and stops the rest.
+simulated Kubernetes cluster) with the inventory, hostname and IP operators (the inventory
+operator knowing kubesim's GPUs), the chain relay, the cluster service (``kube`` backend on
+kubesim: its inventory the inventory operator's, its Ingresses the hostname operator's,
+its leased IPs the IP operator's pool), the bid engine, manifest, balance and gateway
+services, and simulated tenants deploying SDLs from Akash's template library. Everything
+lives under ``.akash-provider/`` (logs in ``.akash-provider/logs``). HTTP services get
+generated hostnames under ``ingress.localhost`` (static ingress hosts), so every tenant's
+lease status has URIs. It prints where everything is and how to watch the streams, and
+stops it all on Ctrl-C; if a process dies it says which, shows the end of its log, and
+stops the rest.
 """
 
 from __future__ import annotations
@@ -71,7 +73,6 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
         scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
-        operators=("inventory", "hostname", "ip"),
         operator_env={"AP_IP_POOL": "198.51.100.10-198.51.100.19"},
         dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
         grpc_port=GRPC_PORT,

@@ -1,12 +1,13 @@
 """The provider suite as real processes, for cross-service tests.
 
 ``Provider`` starts, on a devnet and a Redis of the test's own, kubesim running the nodes
-below, the chain relay, a cluster service (``kube`` backend on kubesim; or the ``null``
-backend on the same nodes), the bid engine, the manifest service and the gateway (its
-certificate generated and published on chain first), each as a subprocess; with static
-ingress hosts under ``ingress.localhost``, so every HTTP service gets a URI;
-tests read the chain (LCD), kubesim and the streams to see what they did.
-``akash-provider run`` starts the same.
+below with the inventory, hostname and IP operators, the chain relay, a cluster service
+(``kube`` backend on kubesim, its inventory the inventory operator's; or the ``null``
+backend on the same nodes, without kubesim and operators), the bid engine, the manifest
+service and the gateway (its certificate generated and published on chain first), each as a
+subprocess, started together; with static ingress hosts under ``ingress.localhost``, so
+every HTTP service gets a URI; tests read the chain (LCD), kubesim and the streams to see
+what they did. ``akash-provider run`` starts the same.
 :func:`frozen` pauses one of them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
 """
 
@@ -35,11 +36,13 @@ from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akgateway.testing import GatewayProcess
 from akmanifest.testing import ManifestProcess
+from akoperators.testing import KINDS as OPERATORS
 from akoperators.testing import OperatorProcess
 from akservice.testing import ServiceProcess, eventually
 from aktypes.events import Envelope, envelope_from_fields
 from aktypes.ids import LeaseID
 from aktypes.sdl import SDL, parse_sdl
+from kubesim.cluster import ClusterSpec
 from kubesim.testing import KubeSimProcess
 
 NODES = """
@@ -84,12 +87,11 @@ class Provider:
     dashboard_token: str = "dashboard-test-token"  # noqa: S105 - tests'; the suite makes one
     grpc_port: int | None = None  # default: a free port
     nodes: str = NODES
-    storage: str = "beta2=8Ti"  # persistent storage pools, AP_CLUSTER_STORAGE's syntax
-    backend: str = "kube"  # the cluster's inventory: kubesim running `nodes`, or `null`
+    storage: str = "beta2=8Ti"  # persistent storage pools, AP_INVENTORY_STORAGE's syntax
+    backend: str = "kube"  # kubesim running `nodes` with the operators, or `null`: no cluster
     scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
     replicas: int = 1  # of the bid engine, manifest, balance and gateway (cluster: ``clusters``)
-    operators: tuple[str, ...] = ()  # on kubesim: "inventory", "hostname", "ip"
-    operator_env: dict[str, str] = field(default_factory=dict)
+    operator_env: dict[str, str] = field(default_factory=dict)  # for all three operators
     ingress_domain: str = INGRESS_DOMAIN  # generated hostnames' ("": none, HTTP needs hosts)
     processes: dict[str, Any] = field(default_factory=dict)
 
@@ -103,10 +105,9 @@ class Provider:
             cluster_env = {
                 "AP_CLUSTER_BACKEND": "kube",
                 "AP_KUBECONFIG": str(kube.kubeconfig.resolve()),
-                "AP_CLUSTER_STORAGE": self.storage,
-                **self._operators(kube),
                 **cluster_env,
             }
+            self._operators(kube, ClusterSpec.load(inventory))
         else:
             pools = dict(p.split("=") for p in self.storage.split(",") if p)
             inventory.write_text(self.nodes + "\n" + yaml.safe_dump({"storage": pools}))
@@ -191,26 +192,23 @@ class Provider:
             "AP_DEPLOYMENT_INGRESS_DOMAIN": self.ingress_domain,
         }
 
-    def _operators(self, kube: KubeSimProcess) -> dict[str, str]:
-        """Start-up entries for the operators asked for; the cluster's settings for them."""
-        settings: dict[str, str] = {}
-        for kind in self.operators:
-            operator = OperatorProcess(
+    def _operators(self, kube: KubeSimProcess, cluster: ClusterSpec) -> None:
+        """The inventory, hostname and IP operators on kubesim, the inventory operator
+        knowing the nodes' GPUs (:func:`gpu_registry`); ``operator_env`` comes last."""
+        registry = self.tmp / "gpus.yaml"
+        registry.write_text(gpu_registry(cluster))
+        for kind in OPERATORS:
+            self.processes[f"{kind}-operator"] = OperatorProcess(
                 kind,
                 redis_url=self.redis_url,
                 log_path=self.tmp / f"{kind}-operator.log",
                 kubeconfig=kube.kubeconfig.resolve(),
-                env={"AP_INVENTORY_STORAGE": self.storage, **self.operator_env},
+                env={
+                    "AP_INVENTORY_STORAGE": self.storage,
+                    "AP_INVENTORY_GPU_REGISTRY": str(registry),
+                    **self.operator_env,
+                },
             )
-            self.processes[f"{kind}-operator"] = operator
-            if kind == "inventory":
-                settings["AP_CLUSTER_INVENTORY"] = "operator"
-            elif kind == "hostname":
-                settings["AP_CLUSTER_HOSTNAME_OPERATOR"] = "true"
-            elif kind == "ip":
-                settings["AP_CLUSTER_IP_OPERATOR"] = operator.health_url
-                settings["AP_CLUSTER_IP_OPERATOR_INTERVAL"] = "500ms"
-        return settings
 
     def operator(self, kind: str) -> OperatorProcess:
         process: OperatorProcess = self.processes[f"{kind}-operator"]
@@ -266,6 +264,30 @@ class Provider:
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()
+
+
+def gpu_registry(cluster: ClusterSpec) -> str:
+    """A GPU registry (``AP_INVENTORY_GPU_REGISTRY``) naming the GPUs of kubesim's nodes that
+    carry Akash's labels, as their spec names them. kubesim gives those nodes the model as
+    their product name (``nvidia.com/gpu.product: a100``), which no real discovery reports
+    and so no bundled entry matches; nodes without Akash's labels carry real product names
+    (``NVIDIA-A100-SXM4-80GB``), which the bundled registry names."""
+    entries: list[dict[str, Any]] = []
+    for node in cluster.nodes:
+        gpus = node.gpus
+        if gpus is None or not node.akash_labels:
+            continue
+        entry: dict[str, Any] = {
+            "vendor": gpus.vendor,
+            "model": gpus.model,
+            "memory": gpus.memory or "",
+            "products": [gpus.product or gpus.model],
+        }
+        if gpus.interface:
+            entry["interface"] = gpus.interface
+        if entry not in entries:
+            entries.append(entry)
+    return yaml.safe_dump({"version": "v1", "gpus": entries}, sort_keys=False)
 
 
 @contextlib.contextmanager

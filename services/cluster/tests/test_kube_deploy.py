@@ -3,8 +3,9 @@ client (nothing of it mocked), and ``null`` in memory.
 
 The objects are small hand-made ones of the kinds the builders produce — a Manifest
 resource, the namespace, a NetworkPolicy, a Deployment ``web`` with its ClusterIP and
-NodePort Services and an Ingress, a StatefulSet ``db`` with its Service, a ProviderHost —
-so these tests do not depend on the builders. The contract tests run on both backends;
+NodePort Services, a StatefulSet ``db`` with its Service, a ProviderHost — so these tests
+do not depend on the builders; the Ingress the hostname operator makes of the ProviderHost
+is applied beside them where a test needs it. The contract tests run on both backends;
 the rest is what only a cluster does (server defaults, node ports, pods, outages).
 """
 
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 import kubernetes
 import pytest
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi, NetworkingV1Api
 
 from akcluster.adapters import kube_scan
 from akcluster.adapters.kube_deploy import KubeDeployments
@@ -245,33 +246,36 @@ def objects(lease: LeaseID = LEASE, *, image: str = "nginx:1.25", db: bool = Tru
                 node_port=False,
             ),
         ]
-    backend = {"service": {"name": "web", "port": {"number": 80}}}
-    found += [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": meta(lease, HOST, labels)
-            | {"annotations": {"nginx.ingress.kubernetes.io/proxy-body-size": "1048576"}},
-            "spec": {
-                "ingressClassName": "akash-ingress-class",
-                "rules": [
-                    {
-                        "host": HOST,
-                        "http": {
-                            "paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]
-                        },
-                    }
-                ],
-            },
-        },
+    found.append(
         {
             "apiVersion": "akash.network/v2beta2",
             "kind": "ProviderHost",
             "metadata": meta(lease, f"{lease.dseq}.{HOST}", labels, "lease"),
             "spec": {"hostname": HOST, "service_name": "web", "external_port": 80},
-        },
-    ]
+        }
+    )
     return found
+
+
+def operator_ingress(lease: LeaseID = LEASE) -> Obj:
+    """The Ingress the hostname operator makes of the lease's ProviderHost: the kube
+    backend reads the lease's URIs from it and never removes it."""
+    backend = {"service": {"name": "web", "port": {"number": 80}}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta(lease, HOST, lease_labels(lease))
+        | {"annotations": {"nginx.ingress.kubernetes.io/proxy-body-size": "1048576"}},
+        "spec": {
+            "ingressClassName": "akash-ingress-class",
+            "rules": [
+                {
+                    "host": HOST,
+                    "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]},
+                }
+            ],
+        },
+    }
 
 
 def refs(objs: list[Obj]) -> set[tuple[str, str]]:
@@ -426,7 +430,7 @@ async def test_a_scan_tells_a_lease_with_an_object_changed_or_missing(backend: B
 
 
 async def test_every_service_becomes_available(backend: Backend) -> None:
-    await backend.apply(objects())
+    await backend.apply([*objects(), operator_ingress()])
     status = await settle(
         lambda: backend.lease_status(LEASE, SERVICES, PUBLIC),
         what="every service available",
@@ -562,7 +566,7 @@ async def test_node_ports_survive_re_apply(kube: KubeDeployments, api: ApiClient
 
 
 async def test_prune_leaves_the_rest_of_the_lease(kube: KubeDeployments, api: ApiClient) -> None:
-    await kube.apply(objects())
+    await kube.apply([*objects(), operator_ingress()])
     smaller = objects(db=False)
     await kube.apply(smaller)
     assert await kube.prune(LEASE, refs(smaller)) == 2
@@ -570,8 +574,9 @@ async def test_prune_leaves_the_rest_of_the_lease(kube: KubeDeployments, api: Ap
     assert await names(apps.list_namespaced_stateful_set, NS) == set()
     assert await names(apps.list_namespaced_deployment, NS) == {"web"}
     assert await names(core.list_namespaced_service, NS) == {"web", "web-np"}
-    # without its Ingress and ProviderHost in ``keep``, the hostname goes too
-    assert await kube.prune(LEASE, refs(smaller[:-2])) == 2
+    # without its ProviderHost in ``keep``, the hostname goes too (its Ingress is the
+    # hostname operator's, which removes it when the ProviderHost goes)
+    assert await kube.prune(LEASE, refs(smaller[:-1])) == 1
     assert (
         await names(
             CustomObjectsApi(api).list_namespaced_custom_object,
@@ -582,6 +587,7 @@ async def test_prune_leaves_the_rest_of_the_lease(kube: KubeDeployments, api: Ap
         )
         == set()
     )
+    assert await names(NetworkingV1Api(api).list_namespaced_ingress, NS) == {HOST}
 
 
 async def test_teardown_deletes_namespace_and_resources(
@@ -614,7 +620,7 @@ async def test_lease_status_before_and_after_the_pods_are_ready(
     await kube.apply(objects()[1:])  # the namespace without its Manifest resource
     with pytest.raises(LeaseNotFound, match="Manifest"):
         await kube.lease_status(LEASE, SERVICES, PUBLIC)
-    await kube.apply(objects())
+    await kube.apply([*objects(), operator_ingress()])
     early = await kube.lease_status(LEASE, [*SERVICES, ("cache", 1)], PUBLIC)
     assert early.services["web"].available == 0
     assert early.services["db"].available == 0

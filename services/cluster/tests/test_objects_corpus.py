@@ -2,8 +2,9 @@
 
 Every group of every valid template of ``libs/aktypes/tests/data/awesome-akash`` (the eight
 templates Akash itself refuses are the only ones skipped) is built into all of its objects,
-with a plausible reservation (a concrete GPU model where the SDL says ``*``), and each object
-is checked the way the API server would check it:
+with a plausible reservation (a concrete GPU model where the SDL says ``*``), together with
+the Ingresses the hostname operator makes of its ProviderHosts, and each object is checked
+the way the API server would check it:
 
 - built-in kinds against Kubernetes 1.32's OpenAPI schemas in strict mode (unknown fields
   are errors), from the ``kubernetes-validate`` package, then by kubesim's checks of what the
@@ -45,7 +46,7 @@ from akcluster.domain.objects import (
     scheduler_params,
 )
 from akcluster.domain.placement import CommitLevels
-from akkube.quantity import parse_quantity
+from akoperators.domain.hosts import InvalidHost, http_options, ingress, route_of
 from aktypes.attributes import Attribute
 from aktypes.errors import SDLError
 from aktypes.events import ResourceOffer
@@ -185,7 +186,7 @@ def _pod_problems(pod: dict[str, Any], claims: list[str]) -> list[str]:
         ]
         requests, limits = container["resources"]["requests"], container["resources"]["limits"]
         for resource, amount in requests.items():
-            if parse_quantity(amount) > parse_quantity(limits.get(resource, amount)):
+            if utils.parse_quantity(amount) > utils.parse_quantity(limits.get(resource, amount)):
                 found.append(f"{resource} request {amount} > limit {limits[resource]}")
         for resource in ("nvidia.com/gpu", "amd.com/gpu"):
             if resource in limits and requests.get(resource) != limits[resource]:
@@ -211,6 +212,23 @@ def builtin_problems(obj: dict[str, Any]) -> list[str]:
         ]
     if obj["kind"] == "Ingress":
         found += [f"host {r['host']}" for r in spec["rules"] if not is_dns_subdomain(r["host"])]
+    return found
+
+
+def operator_ingresses(hosts: list[dict[str, Any]], manifest: dict[str, Any]) -> list[Any]:
+    """The Ingresses the hostname operator makes of a lease's ProviderHosts (none for a
+    hostname it refuses, such as a template's ``https``: it reports those invalid)."""
+    found = []
+    for host in hosts:
+        try:
+            route = route_of(host["spec"], host["metadata"]["name"])
+        except InvalidHost:
+            continue
+        options = http_options(manifest, route)
+        labels = host["metadata"]["labels"]
+        found.append(
+            ingress(route, options, ingress_class="akash-ingress-class", lease_labels=labels)
+        )
     return found
 
 
@@ -271,13 +289,13 @@ def test_every_template_builds_valid_kubernetes_objects() -> None:
     built: dict[str, int] = {}
     for where, spec, group in groups():
         params = scheduler_params(group, allocation(spec))
-        objects = lease_objects(
-            LEASE, group, "0" * 64, settings=SETTINGS, levels=LEVELS, params=params
-        )
-        custom = [
-            manifest_object(LEASE, group, "0" * 64, settings=SETTINGS, params=params),
-            *provider_host_objects(LEASE, group, settings=SETTINGS),
+        manifest = manifest_object(LEASE, group, "0" * 64, settings=SETTINGS, params=params)
+        hosts = provider_host_objects(LEASE, group, settings=SETTINGS)
+        objects = [
+            *lease_objects(LEASE, group, "0" * 64, settings=SETTINGS, levels=LEVELS, params=params),
+            *operator_ingresses(hosts, manifest),
         ]
+        custom = [manifest, *hosts]
         for obj in objects:
             built[obj["kind"]] = built.get(obj["kind"], 0) + 1
             for problem in builtin_problems(obj):

@@ -1,4 +1,5 @@
-"""Recovery of the cluster service as a process: Redis, kubesim over HTTP, SIGKILL.
+"""Recovery of the cluster service as a process: Redis, kubesim over HTTP, SIGKILL, and the
+inventory operator the cluster takes its inventory from.
 
 At start the service compares every deployed lease's objects with what Kubernetes holds
 and deploys again only the leases whose objects changed or went missing while it was
@@ -23,6 +24,7 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi
 from akbus import Bus, RedisSettings
 from akbus.testing import FAST_SETTINGS
 from akcluster.testing import ClusterProcess
+from akoperators.testing import OperatorProcess
 from akservice.testing import eventually
 from aktypes.events import ManifestReceived
 from aktypes.events.streams import MANIFEST_EVENTS
@@ -67,7 +69,26 @@ async def bus(redis_url: str) -> AsyncIterator[Bus]:
 
 
 @pytest.fixture
-def cluster(redis_url: str, kubesim_kubeconfig: Path, tmp_path: Path) -> Iterator[ClusterProcess]:
+def inventory(
+    redis_url: str, kubesim_kubeconfig: Path, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """The inventory operator, started and left to come up beside the cluster, whose
+    readiness waits for its first inventory."""
+    process = OperatorProcess(
+        "inventory",
+        redis_url=redis_url,
+        log_path=tmp_path / "inventory.log",
+        kubeconfig=kubesim_kubeconfig,
+    )
+    process.start(wait_ready=False)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def cluster(
+    redis_url: str, kubesim_kubeconfig: Path, tmp_path: Path, inventory: OperatorProcess
+) -> Iterator[ClusterProcess]:
     process = ClusterProcess(
         redis_url=redis_url,
         log_path=tmp_path / "cluster.log",

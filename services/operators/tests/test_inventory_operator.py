@@ -22,13 +22,15 @@ import pytest
 from kubernetes import client, config
 
 from akbus import Bus, RedisSettings
-from akcluster.adapters.kube_objects import gpu_model, node_of
-from akcluster.domain.inventory import GPUModel
+from akcluster.domain.objects import SchedulerParams
+from akcluster.domain.objects.workloads import affinity
 from akservice.testing import RuntimeProcess, eventually, eventually_sync, http_status
 from aktypes.events import InventoryCluster, InventoryNodes, InventoryStorage
 from aktypes.events.envelope import envelope_from_fields
 from aktypes.events.streams import INVENTORY_EVENTS
+from aktypes.sdl import parse_sdl
 from kubesim.cluster import ClusterSpec, GpuSpec, NodeSpec
+from kubesim.selectors import match_node_selector_terms
 from kubesim.testing import KubeSimProcess
 
 Obj = dict[str, Any]
@@ -37,6 +39,28 @@ A100 = "akash.network/capabilities.gpu.vendor.nvidia.model.a100"
 T4 = "akash.network/capabilities.gpu.vendor.nvidia.model.t4"
 BETA2 = "akash.network/capabilities.storage.class.beta2"
 NEW_PRODUCT = "NVIDIA-Z9000-PCIE-48GB"
+A100_SERVICE = """
+version: "2.0"
+services:
+  train:
+    image: trainer:1
+    expose: [{port: 80, to: [{global: true}]}]
+    params: {storage: {data: {mount: /data}}}
+profiles:
+  compute:
+    train:
+      resources:
+        cpu: {units: 1}
+        memory: {size: 1Gi}
+        storage: [{size: 1Gi}, {name: data, size: 10Gi, attributes: {persistent: true, class: beta2}}]
+        gpu:
+          units: 1
+          attributes: {vendor: {nvidia: [{model: a100, ram: 80Gi, interface: sxm}]}}
+  placement:
+    dc: {pricing: {train: {denom: uakt, amount: 100}}}
+deployment:
+  train: {dc: {profile: train, count: 1}}
+"""
 
 CLUSTER = ClusterSpec(
     nodes=(
@@ -180,10 +204,17 @@ async def test_a_gfd_labelled_gpu_node_is_offered_and_labelled(
     labels = eventually_sync(
         lambda: cluster.akash_labels("gpu-a100"), 5, "the A100 node's labels", until=wanted.__eq__
     )
-    # exactly what the cluster service's kube backend reads, and kubesim schedules on
-    seen = node_of(cluster.node("gpu-a100"))
-    assert seen is not None and seen.storage_classes == {"beta2"}
-    assert gpu_model(labels) == GPUModel("nvidia", "a100", "80Gi", "sxm")
+    # what the cluster service's pods of an A100 service with a beta2 volume ask of their
+    # node, and kubesim's scheduler places them by: only this node offers it
+    [service] = parse_sdl(A100_SERVICE).manifest.groups[0].services or []
+    params = SchedulerParams(
+        gpu_vendor="nvidia", gpu_model="a100", gpu_ram="80Gi", gpu_interface="sxm"
+    )
+    required = affinity(service, params)["nodeAffinity"]
+    terms = required["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert labels == cluster.akash_labels("gpu-a100")
+    assert match_node_selector_terms(terms, cluster.node("gpu-a100"))
+    assert not match_node_selector_terms(terms, cluster.node("cpu-1"))
     payloads = await eventually(lambda: bus_payloads(redis_url), 5, "inventory events")
     kinds = [type(p) for p in payloads]
     assert kinds == [InventoryNodes, InventoryStorage, InventoryCluster]
@@ -227,6 +258,27 @@ async def test_a_cordoned_node_leaves_the_inventory_and_comes_back(
         until={"akash.network": "true", BETA2: "1"}.__eq__,
     )
     assert operator.inventory()["excluded"] == []
+
+
+def test_a_node_not_ready_leaves_and_changes_after_an_api_outage_arrive(
+    operator: Operator, cluster: Cluster
+) -> None:
+    """The cluster service's inventory is this operator's: a node that is not Ready leaves
+    it, and an outage of the API server (every watch dropped, requests answered 503) loses
+    nothing that changes once it is over."""
+    cluster.sim.faults(node={"name": "cpu-1", "ready": False})
+    eventually_sync(lambda: operator.node("cpu-1"), 5, "cpu-1 to leave", until=lambda n: n is None)
+    assert {"name": "cpu-1", "reason": "not ready"} in operator.inventory()["excluded"]
+    cluster.sim.faults(node={"name": "cpu-1", "ready": True})
+    eventually_sync(lambda: operator.node("cpu-1"), 5, "cpu-1 to return")
+
+    cluster.sim.faults(unavailable={"seconds": 2})
+    time.sleep(2.5)  # the outage itself, by design
+    cluster.core.patch_node("gpu-new", {"spec": {"unschedulable": True}})
+    eventually_sync(
+        lambda: operator.node("gpu-new"), 15, "gpu-new to leave", until=lambda n: n is None
+    )
+    assert {n["name"] for n in operator.inventory()["nodes"]} == {"gpu-a100", "gpu-sliced", "cpu-1"}
 
 
 def test_a_time_sliced_gpu_counts_its_replicas(operator: Operator, cluster: Cluster) -> None:

@@ -2,7 +2,7 @@
 
     ClusterError
     ├── InventoryFileError   the null backend's nodes file is missing or wrong (exit 2 at start)
-    ├── NoInventory          no inventory yet (kube still listing): commands are retried later
+    ├── NoInventory          no inventory yet (none from the inventory operator): retried later
     ├── Unavailable          the cluster cannot be reached or cannot answer now (5xx,
     │                        timeouts, our own credentials refused): nothing can be judged now
     ├── Rejected             a lease's objects refused (a 4xx, a hostname or endpoint already
@@ -34,7 +34,7 @@ class InventoryFileError(ClusterError):
 
 
 class NoInventory(ClusterError, RetryableError):
-    """The inventory backend has not produced an inventory yet."""
+    """No inventory yet: the inventory operator has published none."""
 
 
 class Unavailable(ClusterError):

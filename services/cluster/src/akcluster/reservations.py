@@ -73,7 +73,7 @@ class Reservations:
     def inventory(self) -> Inventory:
         current = self._inventory()
         if current is None:
-            raise NoInventory("no inventory yet: the cluster is still being listed")
+            raise NoInventory("no inventory yet: none from the inventory operator")
         return current
 
     async def _load(self) -> None:

@@ -1,14 +1,16 @@
 """The cluster service process: inventory, reservations, deployments, status.
 
-Start: build the inventory backend (``null``: a nodes file; ``kube``: watches through the
-official client, its first full listing awaited) and the deployment backend (``kube``: the
+Start: take the inventory (``null``: a nodes file; ``kube``: the inventory operator's, from
+its retained status, the first one awaited) and the leased IPs it may offer (the IP
+operator's pool, from its retained status), build the deployment backend (``kube``: the
 akash.network CRDs installed, then applies through the official client; ``null``: in
-memory), reconcile the lease records with what the cluster holds (while the inventory is
-listed: :meth:`~akcluster.deployments.Deployments.recover`), then answer the commands
-on ``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
+memory), reconcile the lease records with what the cluster holds
+(:meth:`~akcluster.deployments.Deployments.recover`), then answer the commands on
+``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
 what ``LeaseClosed`` ends, and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
-retained status.
+retained status. Ingresses and leased-IP Services are the hostname and IP operators' work:
+the cluster declares ProviderHosts and ProviderLeasedIPs for them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from akbus import ConnectionLost
 from akcluster import metrics
@@ -43,6 +45,7 @@ from aktypes.events import (
     MigrateEndpoints,
     MigrateHostnames,
     NodeTotals,
+    OperatorStatus,
     ReserveResources,
     ResourceTotals,
     ScreenGroup,
@@ -54,9 +57,6 @@ from aktypes.events.streams import (
     CLUSTER_EVENTS,
     MANIFEST_EVENTS,
 )
-
-if TYPE_CHECKING:
-    from akcluster.adapters.kube import KubeInventory
 
 log = logging.getLogger("akcluster")
 
@@ -86,22 +86,34 @@ class InventoryView:
         return self.current
 
 
-async def follow_operator(rt: Runtime[ClusterSettings], view: InventoryView) -> None:
-    """Take each inventory the inventory operator publishes, in order (its retained status:
-    every replica sees every one, a restarted one starts from the latest). The operator
-    publishes its latest again now and then, to show it is alive: a generation already
+async def follow_operators(
+    rt: Runtime[ClusterSettings], view: InventoryView | None, res: Reservations
+) -> None:
+    """Take what the operators publish on their retained statuses (every replica sees every
+    one, a restarted one starts from the latest): each inventory of the inventory operator,
+    in order, into ``view`` (None: the inventory is not the operator's), and the size of the
+    IP operator's pool, the leased IPs reservations may offer. The operators publish their
+    latest again now and then, to show they are alive: an inventory generation already
     taken is skipped."""
     taken: int | None = None
-    async for _, envelope in rt.bus.follow_statuses(["inventory"]):
-        cluster = envelope.payload
-        if isinstance(cluster, InventoryCluster) and cluster.generation != taken:
-            generation = taken = cluster.generation
-            view.update(from_operator(cluster))
+    services = ["ip"] if view is None else ["inventory", "ip"]
+    async for service, envelope in rt.bus.follow_statuses(services):
+        payload = envelope.payload
+        if service == "ip" and isinstance(payload, OperatorStatus):
+            capacity = payload.figures.get("capacity")
+            if capacity is not None and capacity != res.ips:
+                res.ips = capacity
+                log.info("leased IPs: %d address(es) in the IP operator's pool", capacity)
+        elif view is not None and isinstance(payload, InventoryCluster):
+            if payload.generation == taken:
+                continue
+            generation = taken = payload.generation
+            view.update(from_operator(payload))
             log.info(
                 "inventory %d from the inventory operator: %d node(s)",
                 generation,
-                len(cluster.nodes),
-                extra={"unknown_gpus": cluster.unknown_gpus} if cluster.unknown_gpus else None,
+                len(payload.nodes),
+                extra={"unknown_gpus": payload.unknown_gpus} if payload.unknown_gpus else None,
             )
 
 
@@ -221,38 +233,21 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
     settings = rt.settings
     view = InventoryView()
-    kube: KubeInventory | None = None
     if settings.cluster_backend == "null":
         view.update(load_inventory(settings.cluster_inventory_file))
         log.info("null inventory: %d node(s)", len(view.current.nodes) if view.current else 0)
-    elif settings.cluster_inventory == "operator":
-        rt.supervise(follow_operator(rt, view), "inventory")
-    else:
-        from akcluster.adapters.kube import KubeInventory  # noqa: PLC0415 - only for kube
-
-        kube = KubeInventory.from_kubeconfig(
-            settings.kubeconfig, storage_pools=settings.storage_pools(), on_change=view.update
-        )
-        rt.readiness(lambda: [f"Kubernetes: {kube.error}"] if kube.error else [])
-        rt.supervise(kube.run(), "inventory")  # listed while the leases are recovered
     res = Reservations(
         rt.bus,
         view.get,
         levels=commit_levels(settings),
         node_ports=settings.cluster_node_ports,
-        ips=0 if settings.cluster_ip_operator else settings.cluster_leased_ips,
+        ips=0,  # until the IP operator's pool is known
     )
-    if settings.cluster_ip_operator:
-        from akcluster.adapters.ip_pool import IPPool  # noqa: PLC0415
-
-        def offer(capacity: int) -> None:
-            res.ips = capacity
-
-        pool = IPPool(settings.cluster_ip_operator, offer)
-        rt.supervise(pool.run(settings.cluster_ip_operator_interval), "ip-pool")
+    kube = settings.cluster_backend == "kube"
+    rt.supervise(follow_operators(rt, view if kube else None, res), "operators")
     backend = _deployment_backend(settings)
     kube_version: dict[str, str] = {}
-    if settings.cluster_backend == "kube":
+    if kube:
         await rt.wait_for("the akash.network resources", lambda: backend.install(crds()))
         kube_version = await rt.wait_for("the API server's version", backend.server_version)
     deployments = Deployments(
@@ -270,7 +265,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         ),
         blocked_hostnames=settings.blocked_hostnames(),
         concurrency=settings.cluster_deploy_concurrency,
-        activate_reservations=settings.cluster_backend == "kube",
+        activate_reservations=kube,
     )
     counts = await rt.wait_for(
         "the leases held by the cluster",
@@ -286,15 +281,9 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         counts["adopted"],
         counts["orphans"],
     )
-    if settings.cluster_backend == "kube" and settings.cluster_inventory == "operator":
+    if kube:
         await rt.wait_for(
             "the inventory operator's first inventory", view.first, retry_on=(TimeoutError,)
-        )
-    if kube is not None:
-        await rt.wait_for(
-            "the first inventory from Kubernetes",
-            lambda: kube.wait_synced(5.0),
-            retry_on=(TimeoutError,),
         )
     commands = rt.subscriber(CLUSTER_COMMANDS)
     commands.add(ReserveResources, res.reserve)
@@ -320,8 +309,6 @@ def build_settings(settings: ClusterSettings) -> BuildSettings:
     return BuildSettings(
         public_hostname=settings.cluster_public_hostname,
         network_policies=settings.deployment_network_policies_enabled,
-        ingress_class=settings.deployment_ingress_class,
-        ingresses=not settings.cluster_hostname_operator,
         ingress_domain=settings.ingress_domain(),
         pull_secret=settings.docker_image_pull_secrets_name,
         manifest_namespace=settings.k8s_manifest_ns,
@@ -345,9 +332,7 @@ def _deployment_backend(settings: ClusterSettings) -> Backend:
     from akcluster.adapters.kube_deploy import KubeDeployments  # noqa: PLC0415 - only for kube
 
     return KubeDeployments.from_kubeconfig(
-        settings.kubeconfig,
-        manifest_namespace=settings.k8s_manifest_ns,
-        ingresses=not settings.cluster_hostname_operator,
+        settings.kubeconfig, manifest_namespace=settings.k8s_manifest_ns
     )
 
 

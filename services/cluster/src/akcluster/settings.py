@@ -7,6 +7,11 @@ Akash's names where the Go provider has them (``AP_OVERCOMMIT_PCT_CPU``, ``…_M
 refused when no Ingress could carry the hostnames made from it. The process's own settings
 (``AP_CLUSTER_HEALTH_LISTEN``, ``AP_INSTANCE_ID``, logs), ``REDIS_*`` and ``AKBUS_*`` come
 from the service runtime (``python -m akcluster --help`` lists them all).
+
+What the operators know is not configured here: the ``kube`` backend's inventory is the
+inventory operator's (``AP_INVENTORY_*``), the leased IPs it may offer are the IP operator's
+pool (``AP_IP_POOL``), and the Ingresses of its hostnames are the hostname operator's
+(``AP_DEPLOYMENT_INGRESS_CLASS``, ``AP_INGRESS_MODE``).
 """
 
 from __future__ import annotations
@@ -19,24 +24,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akservice import Duration
-from aktypes.errors import InvalidQuantityError
 from aktypes.ingress import is_domain_name
-from aktypes.quantity import parse_bytes
-
-
-def parse_pools(text: str) -> dict[str, int]:
-    """``beta2=512Gi,beta3=1Ti`` → sizes in bytes per storage class."""
-    pools: dict[str, int] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        cls, sep, size = item.partition("=")
-        if not sep or not cls.strip():
-            raise ValueError(f"{item!r} is not class=size (example: beta2=512Gi)")
-        try:
-            pools[cls.strip()] = parse_bytes(size.strip()).value
-        except InvalidQuantityError as exc:
-            raise ValueError(f"{item!r}: {exc}") from exc
-    return pools
-
 
 DEFAULT_BLOCKED_HOSTNAMES = ["localhost", ".localhost"]
 MAX_INGRESS_DOMAIN = 253 - 27  # a hostname has at most 253 characters; the label takes 26 + "."
@@ -66,12 +54,8 @@ class ClusterSettings(BaseSettings):
 
     cluster_backend: Literal["null", "kube"] = Field(
         default="null",
-        description="inventory from Kubernetes (kube) or from a nodes file (null)",
-    )
-    cluster_inventory: Literal["kube", "operator"] = Field(
-        default="kube",
-        description="kube backend: read nodes and pods itself (kube), or take the inventory "
-        "operator's (operator)",
+        description="a Kubernetes cluster, its inventory the inventory operator's (kube), or "
+        "none, the inventory a nodes file (null)",
     )
     cluster_inventory_file: Path | None = Field(
         default=None,
@@ -80,10 +64,6 @@ class ClusterSettings(BaseSettings):
     kubeconfig: Path | None = Field(
         default=None,
         description="kube backend: kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
-    )
-    cluster_storage: str = Field(
-        default="",
-        description="kube backend: persistent storage pools, class=size list (beta2=1Ti)",
     )
     overcommit_pct_cpu: Decimal = Field(
         default=Decimal(0), ge=0, description="CPU sold beyond capacity, %"
@@ -97,7 +77,6 @@ class ClusterSettings(BaseSettings):
     cluster_node_ports: int = Field(
         default=2768, ge=0, description="node ports available to leases (random-port endpoints)"
     )
-    cluster_leased_ips: int = Field(default=0, ge=0, description="leased IPs available to leases")
     cluster_status_interval: Duration = Field(
         default=10.0, gt=0, description="how often status is published"
     )
@@ -123,9 +102,6 @@ class ClusterSettings(BaseSettings):
     docker_image_pull_secrets_name: str = Field(
         default="", description="image-pull Secret for services without credentials"
     )
-    deployment_ingress_class: str = Field(
-        default="akash-ingress-class", description="IngressClass of tenants' hostnames"
-    )
     deployment_ingress_static_hosts: bool = Field(
         default=False,
         description="give every HTTP service a generated hostname under "
@@ -135,18 +111,6 @@ class ClusterSettings(BaseSettings):
         default="",
         validate_default=True,
         description="domain of the generated hostnames (<26 characters>.<domain>)",
-    )
-    cluster_hostname_operator: bool = Field(
-        default=False,
-        description="leave Ingresses to the hostname operator (it routes the ProviderHosts)",
-    )
-    cluster_ip_operator: str = Field(
-        default="",
-        description="the IP operator's URL: leased-IP capacity from its /v1/pool, not "
-        "AP_CLUSTER_LEASED_IPS",
-    )
-    cluster_ip_operator_interval: Duration = Field(
-        default=5.0, gt=0, description="how often the IP operator's pool is read"
     )
     cluster_deploy_concurrency: int = Field(
         default=8, ge=1, description="leases deployed, checked or torn down at once"
@@ -169,12 +133,6 @@ class ClusterSettings(BaseSettings):
         default=5.0, ge=0, description="random extra wait, up to this, after a healthy check"
     )
 
-    @field_validator("cluster_storage")
-    @classmethod
-    def _pools(cls, value: str) -> str:
-        parse_pools(value)
-        return value
-
     @field_validator("deployment_ingress_domain")
     @classmethod
     def _ingress_domain(cls, value: str, info: ValidationInfo) -> str:
@@ -183,9 +141,6 @@ class ClusterSettings(BaseSettings):
     def ingress_domain(self) -> str:
         """The domain of generated hostnames; empty when static hosts are off."""
         return self.deployment_ingress_domain if self.deployment_ingress_static_hosts else ""
-
-    def storage_pools(self) -> dict[str, int]:
-        return parse_pools(self.cluster_storage)
 
     def blocked_hostnames(self) -> list[str]:
         """The operator's list, then the defaults no tenant may use: ``localhost`` and its

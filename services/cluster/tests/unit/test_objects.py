@@ -32,6 +32,7 @@ from akcluster.domain.objects import (
 )
 from akcluster.domain.objects.base import cpu_quantity, decimal_quantity
 from akcluster.domain.placement import CommitLevels
+from akoperators.domain.hosts import http_options, ingress, route_of
 from aktypes.attributes import Attribute
 from aktypes.events import ResourceOffer
 from aktypes.ids import LeaseID
@@ -158,6 +159,30 @@ def build(
     )
 
 
+def ingresses(
+    group: Group = GROUP,
+    settings: BuildSettings = SETTINGS,
+    withheld: tuple[str, ...] = (),
+    ingress_class: str = "akash-ingress-class",
+) -> list[Obj]:
+    """The Ingresses the hostname operator makes of the lease's ProviderHosts, with the
+    proxy settings of its Manifest resource (the cluster makes none itself)."""
+    params = scheduler_params(group, allocated())
+    manifest = manifest_object(LEASE, group, "f" * 64, settings=settings, params=params)
+    found = []
+    for host in provider_host_objects(LEASE, group, settings=settings, withheld=withheld):
+        route = route_of(host["spec"], host["metadata"]["name"])
+        found.append(
+            ingress(
+                route,
+                http_options(manifest, route),
+                ingress_class=ingress_class,
+                lease_labels=host["metadata"]["labels"],
+            )
+        )
+    return found
+
+
 def find(objects: list[Obj], kind: str, name: str) -> Obj:
     (found,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
     return found
@@ -218,9 +243,6 @@ def test_objects_come_in_akash_apply_order_and_carry_the_lease_labels() -> None:
         ("Deployment", "web"),
         ("Service", "web"),
         ("Service", "web-np"),
-        ("Ingress", "llm.example.com"),
-        ("Ingress", "www.example.com"),
-        ("Ingress", "shop.example.com"),
     ]
     for obj in objects:
         assert obj["metadata"]["labels"].items() >= lease_labels(LEASE).items(), obj["kind"]
@@ -506,7 +528,7 @@ def test_network_policies_restrict_the_namespace_and_open_global_ports() -> None
 
 
 def test_one_ingress_per_hostname_with_nginx_settings() -> None:
-    objects = build()
+    objects = ingresses()
     www = find(objects, "Ingress", "www.example.com")
     assert www["spec"] == {
         "ingressClassName": "akash-ingress-class",
@@ -541,7 +563,7 @@ def test_one_ingress_per_hostname_with_nginx_settings() -> None:
         ]
         == "0"
     )  # 0 turns it off
-    withheld = build(withheld=["WWW.example.com"], settings=BuildSettings(ingress_class="nginx"))
+    withheld = ingresses(withheld=("WWW.example.com",), ingress_class="nginx")
     assert [o["metadata"]["name"] for o in withheld if o["kind"] == "Ingress"] == [
         "llm.example.com",
         "shop.example.com",
@@ -553,7 +575,7 @@ def test_exposes_without_options_get_the_hostname_operator_defaults() -> None:
     group = _edited(
         lambda g: g["services"][1]["expose"][0].update(httpOptions=HTTPOptions().go_dict())
     )
-    annotations = find(build(group), "Ingress", "llm.example.com")["metadata"]["annotations"]
+    annotations = find(ingresses(group), "Ingress", "llm.example.com")["metadata"]["annotations"]
     nginx = "nginx.ingress.kubernetes.io"
     assert annotations[f"{nginx}/proxy-read-timeout"] == "60"
     assert annotations[f"{nginx}/proxy-next-upstream-timeout"] == "60"
@@ -563,10 +585,8 @@ def test_exposes_without_options_get_the_hostname_operator_defaults() -> None:
 
 def test_hostnames_are_lowercased() -> None:
     group = _edited(lambda g: g["services"][1]["expose"][0].update(hosts=["LLM.Example.com"]))
-    (ingress,) = [
-        o for o in build(group) if o["kind"] == "Ingress" and "llm" in o["metadata"]["name"]
-    ]
-    assert ingress["metadata"]["name"] == ingress["spec"]["rules"][0]["host"] == "llm.example.com"
+    (routed,) = [o for o in ingresses(group) if "llm" in o["metadata"]["name"]]
+    assert routed["metadata"]["name"] == routed["spec"]["rules"][0]["host"] == "llm.example.com"
     hosts = provider_host_objects(LEASE, group, settings=SETTINGS)
     assert "llm.example.com" in [h["metadata"]["name"] for h in hosts]
 
@@ -580,7 +600,7 @@ def _generated(service: str, domain: str) -> str:
 def test_static_hosts_give_each_http_service_its_generated_host() -> None:
     static = BuildSettings(ingress_domain="ingress.example.net")
     web, gpu = _generated("web", "ingress.example.net"), _generated("gpu", "ingress.example.net")
-    objects = build(settings=static)
+    objects = ingresses(settings=static)
     names = [o["metadata"]["name"] for o in objects if o["kind"] == "Ingress"]
     assert sorted(names) == sorted(
         [web, gpu, "www.example.com", "shop.example.com", "llm.example.com"]
@@ -599,9 +619,9 @@ def test_static_hosts_give_each_http_service_its_generated_host() -> None:
     assert hosts[gpu]["service_name"] == "gpu" and hosts[gpu]["hostname"] == gpu
     assert hosts[gpu]["external_port"] == 80
     assert web in hosts and "db" not in {h["service_name"] for h in hosts.values()}  # no HTTP
-    withheld = build(settings=static, withheld=[gpu])
+    withheld = ingresses(settings=static, withheld=(gpu,))
     assert gpu not in [o["metadata"]["name"] for o in withheld if o["kind"] == "Ingress"]
-    assert not [n for n in (o["metadata"]["name"] for o in build()) if n in (web, gpu)]  # off
+    assert not [n for n in (o["metadata"]["name"] for o in ingresses()) if n in (web, gpu)]  # off
 
 
 def _edited(change: Any) -> Group:

@@ -122,11 +122,9 @@ class KubeDeployments:
         *,
         manifest_namespace: str = "lease",
         request_timeout_s: float = 10.0,
-        ingresses: bool = True,
     ) -> None:
         self.api_client = api_client
         self.manifest_namespace = manifest_namespace
-        self.ingresses = ingresses  # False: the hostname operator's, never pruned here
         self.request_timeout_s = request_timeout_s
         self._resources: dict[tuple[str, str], _Resource] = {}
         self._owns_client = False
@@ -134,7 +132,7 @@ class KubeDeployments:
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, **kw: Any) -> KubeDeployments:
         """From a kubeconfig file; with None, ``$KUBECONFIG`` or ``~/.kube/config``, else
-        the in-cluster service account (as the inventory). ``close`` closes the client."""
+        the in-cluster service account. ``close`` closes the client."""
         deployments = cls(api_client(path, retries=_RETRIES), **kw)
         deployments._owns_client = True
         return deployments
@@ -171,16 +169,16 @@ class KubeDeployments:
         """Delete the lease's objects whose (kind, name) is not in ``keep``; how many.
 
         In the lease's namespace: Deployments, StatefulSets and Services labelled
-        ``akash.network/service-target=true`` (never a leased-IP Service, ``metal-lb``);
-        Ingresses (unless the hostname operator makes them) and NetworkPolicies with the
-        lease's labels; Secrets and RBAC objects of a manifest service. In the manifest
-        namespace: ProviderHosts and ProviderLeasedIPs of the lease.
+        ``akash.network/service-target=true`` (never a leased-IP Service, ``metal-lb``: the
+        IP operator's); NetworkPolicies with the lease's labels; Secrets and RBAC objects of
+        a manifest service. In the manifest namespace: ProviderHosts and ProviderLeasedIPs
+        of the lease. Ingresses are the hostname operator's: it removes one when its
+        ProviderHost goes.
         """
         namespace, wanted = lease_namespace(lease_id), set(keep)
         lease, service = _lease_selector(lease_id), f"{MANAGED}=true,{MANIFEST_SERVICE}"
         target = f"{SERVICE_TARGET}=true"
         rules = (
-            ("networking.k8s.io/v1", "Ingress", namespace, lease),
             ("v1", "Service", namespace, target),
             ("apps/v1", "Deployment", namespace, target),
             ("apps/v1", "StatefulSet", namespace, target),
@@ -194,8 +192,6 @@ class KubeDeployments:
         )
         removed = 0
         for api_version, kind, ns, selector in rules:
-            if kind == "Ingress" and not self.ingresses:
-                continue
             resource = await self._resource(api_version, kind)
             if resource is None:
                 continue
@@ -226,8 +222,9 @@ class KubeDeployments:
     async def lease_status(
         self, lease_id: LeaseID, services: Sequence[tuple[str, int]], public_hostname: str
     ) -> LeaseStatus:
-        """Each service's replicas and hostnames, the node ports of ``<svc>-np`` and the
-        leased-IP ports of the IP operator's LoadBalancer Services.
+        """Each service's replicas and hostnames (those the hostname operator's Ingresses
+        route), the node ports of ``<svc>-np`` and the leased-IP ports of the IP operator's
+        LoadBalancer Services.
 
         A Deployment's ``available`` is its available replicas (Akash's); a StatefulSet's
         its *ready* replicas, where Akash counts current ones — pods of the current

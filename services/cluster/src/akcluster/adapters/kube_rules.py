@@ -1,7 +1,7 @@
 """What the ``kube`` deployment backend decides without talking to the server: whether an
 object held by the server is up to date with the desired one, what to write instead, and
-how a lease's workloads, Services and pods read as Akash's status (pure functions over the
-objects' JSON, tested on their own).
+how a lease's workloads, Services, Ingresses and pods read as Akash's status (pure
+functions over the objects' JSON, tested on their own).
 """
 
 from __future__ import annotations

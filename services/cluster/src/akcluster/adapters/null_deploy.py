@@ -2,7 +2,8 @@
 
 For runs without Kubernetes (development, end-to-end tests of the other services): it
 takes what the deployment managers apply, answers as a cluster would once everything is
-running (every service available with its full count), and forgets a lease on teardown.
+running (every service available with its full count, every ProviderHost routed as the
+hostname operator would route it), and forgets a lease on teardown.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ from typing import Any, Self
 
 from akcluster.deployments.ports import LeaseStatus
 from akcluster.domain.objects.base import SERVICE_TARGET
-from akcluster.domain.objects.reading import ingress_routes, lease_id_of
+from akcluster.domain.objects.reading import lease_id_of
 from aktypes.events import ServiceStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
 Obj = dict[str, Any]
 
-# what ``prune`` may remove: the objects of a lease's services, its Ingresses and policies
+# what ``prune`` may remove: the objects of a lease's services, its policies and custom resources
 PRUNED_KINDS = frozenset(
     {
-        "Ingress",
         "Service",
         "Deployment",
         "StatefulSet",
@@ -100,13 +100,13 @@ class NullDeployments:
         services: Sequence[tuple[str, int]],
         public_hostname: str,  # noqa: ARG002 - no node ports to forward without a cluster
     ) -> LeaseStatus:
-        """Every service running with its full count; URIs from the lease's Ingresses."""
-        namespace = lease_namespace(lease_id)
+        """Every service running with its full count; URIs from the lease's ProviderHosts
+        (routed, as the hostname operator would route them)."""
         uris: dict[str, list[str]] = {}
-        for (kind, ns, _), obj in sorted(self.objects.items()):
-            if kind == "Ingress" and ns == namespace:
-                for host, service in ingress_routes(obj):
-                    uris.setdefault(service, []).append(host)
+        for (kind, _, _), obj in sorted(self.objects.items()):
+            if kind == "ProviderHost" and lease_id_of(obj) == lease_id:
+                spec = obj.get("spec") or {}
+                uris.setdefault(str(spec["service_name"]), []).append(str(spec["hostname"]))
         return LeaseStatus(
             lease_id=lease_id,
             services={

@@ -289,7 +289,6 @@ def desired_objects(
             settings=build,
             levels=levels,
             params=params,
-            withheld=withheld,
         ),
         *provider_host_objects(lease_id, group, settings=build, withheld=withheld),
         *provider_leased_ip_objects(lease_id, group, settings=build, withheld=withheld_endpoints),

@@ -1,7 +1,7 @@
 """The cluster's capacity as reservations see it: nodes, their GPUs, and storage pools.
 
-An :class:`Inventory` is a snapshot that an inventory backend (``kube`` or ``null``, or
-the inventory operator's ``inventory.cluster``: :func:`from_operator`) produces: per node
+An :class:`Inventory` is a snapshot of the inventory operator's ``inventory.cluster``
+(:func:`from_operator`; the ``kube`` backend) or of a nodes file (the ``null`` backend): per node
 what Kubernetes lets pods use (``allocatable``) and what pods already request
 (``allocated``); per persistent storage class a cluster-wide pool. Reservations are
 subtracted from it elsewhere (:mod:`akcluster.domain.placement`); this module only

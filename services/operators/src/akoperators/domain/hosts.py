@@ -7,8 +7,10 @@ lives in the lease's namespace, class ``akash-ingress-class``, one rule ``/`` (P
 annotations, read from the lease's ``Manifest`` resource (a generated hostname, which no
 expose lists, takes the service's global expose on its port, as Akash finds every one).
 Fixes: hostnames are compared lowercased, an invalid hostname is refused with a reason
-instead of a failed write, and ``proxy_buffer_size`` reaches nginx when the manifest has
-it.
+instead of a failed write, and ``proxy_buffer_size`` reaches nginx: Akash's Manifest spec
+has no place for it, so it is read from the whole group the cluster service keeps in the
+annotation ``akash.network/manifest-group``, while that expose's other proxy settings there
+are still the spec's.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from aktypes.ids import LeaseID
-from aktypes.manifest import HTTPOptions
+from aktypes.manifest import Group, HTTPOptions, ServiceExpose
 from aktypes.manifest.nginx import ingress_annotations
 from aktypes.namespace import lease_namespace
 
 Obj = dict[str, Any]
 
+MANIFEST_GROUP = "akash.network/manifest-group"  # the cluster service's whole group
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "akash-hostname-operator"
 HOST_LABEL = "akash.network/hostname"
@@ -120,7 +125,7 @@ def http_options(manifest: Mapping[str, Any] | None, route: Route) -> HTTPOption
     if chosen is None:
         return HTTPOptions()
     opts = chosen.get("http_options") or {}
-    return HTTPOptions.model_validate(
+    options = HTTPOptions.model_validate(
         {
             "maxBodySize": opts.get("max_body_size", 0),
             "readTimeout": opts.get("read_timeout", 0),
@@ -130,6 +135,55 @@ def http_options(manifest: Mapping[str, Any] | None, route: Route) -> HTTPOption
             "nextCases": opts.get("next_cases"),
             "proxyBufferSize": opts.get("proxy_buffer_size", 0),
         }
+    )
+    if options.proxy_buffer_size:
+        return options
+    annotated = _annotated_expose(manifest, route.service, chosen)
+    if annotated is not None and _settings(annotated.http_options) == _settings(options):
+        return options.model_copy(
+            update={"proxy_buffer_size": annotated.http_options.proxy_buffer_size}
+        )
+    return options
+
+
+def _settings(options: HTTPOptions) -> tuple[object, ...]:
+    """The proxy settings Akash's Manifest spec holds (all but ``proxy_buffer_size``)."""
+    return (
+        options.max_body_size,
+        options.read_timeout,
+        options.send_timeout,
+        options.next_tries,
+        options.next_timeout,
+        tuple(options.next_cases or ()),
+    )
+
+
+def _annotated_expose(
+    manifest: Mapping[str, Any] | None, service: str, chosen: Mapping[str, Any]
+) -> ServiceExpose | None:
+    """The spec's expose ``chosen`` as the cluster service's annotation holds it (the
+    manifest JSON of the whole group); None when there is no such annotation or expose."""
+    annotations = ((manifest or {}).get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(MANIFEST_GROUP)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        group = Group.model_validate_json(text)
+    except ValidationError:
+        return None
+    found = next((s for s in group.services or () if s.name == service), None)
+    wanted = (
+        int(chosen.get("port") or 0),
+        int(chosen.get("external_port") or 0),
+        sorted(str(h).lower() for h in chosen.get("hosts") or ()),
+    )
+    return next(
+        (
+            e
+            for e in (found.expose if found is not None else None) or ()
+            if (e.port, e.external_port, sorted(h.lower() for h in e.hosts or ())) == wanted
+        ),
+        None,
     )
 
 

@@ -11,9 +11,10 @@ IP endpoint (in ``AP_K8S_MANIFEST_NS``); with kopf this operator:
   Service without an address;
 - deletes the Service when the ProviderLeasedIP goes (a finalizer holds it until then).
 
-``/v1/pool`` answers ``{"capacity", "in_use", "available", "sharing_keys"}``: the cluster
-service reads it (``AP_CLUSTER_IP_OPERATOR``) for its leased-IP capacity. The pool's use is
-counted from the Services themselves, watched, so a restarted operator counts the same.
+``/v1/pool`` answers ``{"capacity", "in_use", "available", "sharing_keys"}``; the retained
+status (``akash.provider.ip.status``) carries the same figures, and the cluster service
+takes its leased-IP capacity from it. The pool's use is counted from the Services
+themselves, watched, so a restarted operator counts the same.
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ the adapters send what these return.
 - :mod:`.base`: settings, scheduler params, labels, quantities;
 - :mod:`.workloads`: container, pod, Deployment or StatefulSet;
 - :mod:`.access`: RBAC for read permissions, registry credentials;
-- :mod:`.network`: NetworkPolicies, Services, Ingresses;
+- :mod:`.network`: NetworkPolicies, Services, the hostnames routed;
 - :mod:`.lease`: everything of a lease in apply order, and what is stale;
 - :mod:`.manifest`: the Manifest resource, both ways;
-- :mod:`.custom`: ProviderHosts and Akash's CRDs;
+- :mod:`.custom`: ProviderHosts, ProviderLeasedIPs and Akash's CRDs (what the hostname
+  and IP operators make Ingresses and LoadBalancer Services of);
 - :mod:`.reading`: objects read back, the lease each belongs to, an Ingress's routes.
 """
 

@@ -53,8 +53,6 @@ class BuildSettings:
 
     public_hostname: str = ""
     network_policies: bool = True
-    ingress_class: str = "akash-ingress-class"
-    ingresses: bool = True  # False: the hostname operator makes them from the ProviderHosts
     ingress_domain: str = ""  # static hosts: each HTTP service also gets <label>.<domain>
     pull_secret: str = ""
     manifest_namespace: str = "lease"

@@ -1,10 +1,10 @@
 """Every Kubernetes object of a lease, in the order they are applied, and what is stale.
 
 The order is Akash's (``cluster/kube/client.go`` ``Deploy``): the namespace, its network
-policies, then per service its RBAC, pull secret, workload and Services; the Ingresses of
-its hostnames come last, once their Services exist. The Manifest resource and the
-ProviderHosts live in the manifest namespace and are built by :mod:`.manifest` and
-:mod:`.custom`.
+policies, then per service its RBAC, pull secret, workload and Services. The Manifest
+resource, the ProviderHosts and the ProviderLeasedIPs live in the manifest namespace and are
+built by :mod:`.manifest` and :mod:`.custom`; the Ingresses of the hostnames and the
+leased-IP Services are the hostname and IP operators'.
 
 :func:`stale_objects` is Akash's cleanup without its quirk: Go selected stale objects by a
 label (``akash.network/service-target=true``) that its builders never wrote, so nothing was
@@ -14,7 +14,7 @@ no longer asks for is stale, including a Deployment whose service now needs a St
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from akcluster.domain.objects.access import credentials_secret, rbac_objects
@@ -32,7 +32,6 @@ from akcluster.domain.objects.base import (
     namespace_of,
 )
 from akcluster.domain.objects.network import (
-    ingresses,
     network_policies,
     node_port_name,
     service_ports,
@@ -78,13 +77,12 @@ def lease_objects(
     levels: CommitLevels,
     params: Mapping[str, SchedulerParams],
     resource_version: str = "",
-    withheld: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """The lease's objects in apply order (the Manifest resource and ProviderHosts aside).
+    """The lease's objects in apply order (the Manifest resource and Akash's other custom
+    resources aside).
 
     ``params`` are the scheduler params by service name (:func:`.base.scheduler_params`);
-    ``resource_version`` is the Manifest resource's, labelled on the objects as Akash does;
-    hostnames in ``withheld`` (blocked, or another lease's) get no Ingress.
+    ``resource_version`` is the Manifest resource's, labelled on the objects as Akash does.
     """
     labels = lease_labels(lease_id)
     if resource_version:
@@ -107,8 +105,6 @@ def lease_objects(
             )
         )
         objects += services(service, lease_id, resource_version)
-    if settings.ingresses:
-        objects += ingresses(lease_id, group, settings, withheld)
     return objects
 
 

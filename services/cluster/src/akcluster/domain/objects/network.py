@@ -1,4 +1,4 @@
-"""How a lease is reached: NetworkPolicies, Kubernetes Services and Ingresses.
+"""How a lease is reached: NetworkPolicies, Kubernetes Services and the hostnames routed.
 
 Akash's rules (``builder/netpol.go``, ``builder/service.go``, ``operator/hostname``):
 
@@ -10,27 +10,24 @@ Akash's rules (``builder/netpol.go``, ``builder/service.go``, ``operator/hostnam
 - The ClusterIP Service ``<svc>`` carries the HTTP ingress ports (global TCP 80) and the
   ports exposed inside the lease; the NodePort Service ``<svc>-np`` the other global ones.
   A port is named ``<expose index>-<external port>``.
-- One Ingress per accepted hostname, named after it, routing ``/`` to ``<svc>:80`` with the
-  expose's proxy settings as ingress-nginx annotations (timeouts in whole seconds); with
-  static ingress hosts (an ingress domain), one more per HTTP service for its generated
-  hostname (``manager.go``: ``<IngressHost>.<domain>``).
+- The hostnames routed: each accepted hostname and, with static ingress hosts (an ingress
+  domain), each HTTP service's generated one (``manager.go``: ``<IngressHost>.<domain>``).
+  The cluster declares a ProviderHost for each (:mod:`.custom`); the hostname operator
+  makes its Ingress.
 
 Fixes of Akash's quirks: a port is deduplicated by external port *and* protocol (Go dropped
-a UDP port that shared its number with a TCP one), hostnames are lowercased, and an
-expose's ``proxy_buffer_size`` reaches nginx (Go ignored it in ingress mode).
+a UDP port that shared its number with a TCP one), and hostnames are lowercased.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Collection
 
 from akcluster.domain.objects.base import (
     MANIFEST_SERVICE,
     NAMESPACE_LABEL,
     BuildSettings,
     Obj,
-    lease_labels,
     metadata,
     namespace_of,
     selector_labels,
@@ -40,7 +37,6 @@ from akcluster.domain.objects.workloads import read_permissions
 from aktypes.ids import LeaseID
 from aktypes.ingress import ingress_host
 from aktypes.manifest import UDP, Group, Service, ServiceExpose
-from aktypes.manifest.nginx import ingress_annotations
 
 RESTRICTIONS = "akash-deployment-restrictions"
 NODE_PORT_SUFFIX = "-np"
@@ -247,45 +243,4 @@ def hostnames(
                     found[ingress_host(lease_id, service.name, domain)] = (service, expose)
                 for host in expose.hosts or ():
                     found[host.lower()] = (service, expose)
-    return found
-
-
-def ingresses(
-    lease_id: LeaseID,
-    group: Group,
-    settings: BuildSettings,
-    withheld: Collection[str] = (),
-) -> list[Obj]:
-    """One Ingress per routed hostname, except those ``withheld`` from this lease."""
-    skip = {host.lower() for host in withheld}
-    found: list[Obj] = []
-    for host, (service, expose) in hostnames(lease_id, group, settings.ingress_domain).items():
-        if host in skip:
-            continue
-        backend = {
-            "service": {"name": service.name, "port": {"number": expose.effective_external_port}}
-        }
-        found.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "Ingress",
-                "metadata": metadata(
-                    host,
-                    lease_labels(lease_id),
-                    namespace_of(lease_id),
-                    ingress_annotations(expose.http_options),
-                ),
-                "spec": {
-                    "ingressClassName": settings.ingress_class,
-                    "rules": [
-                        {
-                            "host": host,
-                            "http": {
-                                "paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]
-                            },
-                        }
-                    ],
-                },
-            }
-        )
     return found
