@@ -5,6 +5,8 @@ GatewayError
  ├── CommandFailed          a certificate command cannot do its job (one line, exit 1)
  ├── DashboardDenied        no or a wrong dashboard token (a login page)
  ├── ChainUnavailable       the node's REST API did not answer (retry; 503 to a tenant)
+ ├── KubeError              Kubernetes could not be reached or refused a lease stream's request
+ ├── LeaseGone              the lease has no namespace here (never deployed, or torn down)
  ├── CertificateRefused     a client certificate is not acceptable (401 with the reason)
  └── ApiError               an answer to a request: status + message
       ├── BadRequest        400  malformed input (path, JSON, manifest shape)
@@ -44,6 +46,14 @@ class DashboardDenied(GatewayError):
 
 class ChainUnavailable(GatewayError):
     """The node's REST API did not answer a query."""
+
+
+class KubeError(GatewayError):
+    """Kubernetes could not be reached or refused the request."""
+
+
+class LeaseGone(GatewayError):
+    """The lease has no namespace here (never deployed, or torn down)."""
 
 
 class CertificateRefused(GatewayError):

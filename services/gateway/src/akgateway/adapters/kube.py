@@ -35,6 +35,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from akgateway.errors import KubeError, LeaseGone
 from akkube.calls import get_json, open_get, target
 from akkube.client import api_client, ssl_context
 from akkube.watch import lines
@@ -45,14 +46,6 @@ log = logging.getLogger("akgateway.kube")
 
 T = TypeVar("T")
 SERVICE_LABEL = "akash.network/manifest-service"
-
-
-class KubeError(Exception):
-    """Kubernetes could not be reached or refused the request."""
-
-
-class LeaseGone(Exception):
-    """The lease has no namespace here (never deployed, or torn down)."""
 
 
 class _End:

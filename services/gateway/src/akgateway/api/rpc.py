@@ -51,7 +51,7 @@ from akgateway._pb.akash.provider.lease.v1 import lease_pb2_grpc
 from akgateway._pb.akash.provider.v1 import provider_pb2 as provider
 from akgateway._pb.akash.provider.v1 import provider_pb2_grpc
 from akgateway.adapters.grpcfront import PeerCertificates
-from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
+from akgateway.adapters.kube import LeaseCluster, Pod
 from akgateway.api.auth import Identity, by_certificate, by_token
 from akgateway.api.context import Gateway
 from akgateway.api.leasepods import merged, running_pods
@@ -59,7 +59,15 @@ from akgateway.api.routes import ask, lease_report, require_services
 from akgateway.domain.answers import checked_manifest, rejection_error
 from akgateway.domain.lease_rpc import lease_of, manifest_from_pb, status_response
 from akgateway.domain.rpc import screening_response, status_message
-from akgateway.errors import ApiError, BadRequest, NotFound, Unauthorized, Unavailable
+from akgateway.errors import (
+    ApiError,
+    BadRequest,
+    KubeError,
+    LeaseGone,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+)
 from aktypes.duration import go_duration
 from aktypes.events import (
     BidScreened,

@@ -22,7 +22,7 @@ from starlette.websockets import WebSocketState
 
 from akchain.jwt import Scope
 from akgateway import metrics
-from akgateway.adapters.kube import KubeError, LeaseCluster, LeaseGone, Pod
+from akgateway.adapters.kube import LeaseCluster, Pod
 from akgateway.adapters.server import connection_closed
 from akgateway.api.auth import identify, tenant_of
 from akgateway.api.context import Gateway
@@ -30,7 +30,7 @@ from akgateway.api.leasepods import merged, running_pods
 from akgateway.api.routes import require_services
 from akgateway.domain import streams
 from akgateway.domain.params import lease_numbers
-from akgateway.errors import ApiError, NotFound, Unavailable
+from akgateway.errors import ApiError, KubeError, LeaseGone, NotFound, Unavailable
 from aktypes.ids import LeaseID
 
 log = logging.getLogger("akgateway.api.websockets")
