@@ -24,8 +24,8 @@ def rows(header: str) -> dict[str, str]:
 
 
 def names(text: str) -> set[str]:
-    """The files and folders a cell names: ``x.py`` and ``x/``, without the slash."""
-    return {n.rstrip("/") for n in re.findall(r"`([\w.]+(?:\.py|/))`", text)}
+    """The files and folders a cell names: ``x.py``, ``x.yaml`` and ``x/``, without the slash."""
+    return {n.rstrip("/") for n in re.findall(r"`(\w[\w.]*(?:\.\w+|/))`", text)}
 
 
 def absent(text: str) -> set[str]:
@@ -65,5 +65,5 @@ def test_each_package_holds_the_skeleton_and_what_its_row_names() -> None:
         entries -= {p.rsplit(".", 1)[1] for p in subpackages}
         missing, said = PARTS - entries, absent(row)
         assert missing == said & PARTS, f"{package}: lacks {missing}, its row says {said}"
-        extra, named = entries - PARTS, names(row) - said
+        extra, named = entries - PARTS, names(row) - said - PARTS
         assert extra == named, f"{package}: holds {extra}, its row names {named}"

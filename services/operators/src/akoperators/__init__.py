@@ -5,7 +5,7 @@
 - ``python -m akoperators.hostname``: ``ProviderHost`` → one Ingress (or HTTPRoute) per host;
 - ``python -m akoperators.ip``: ``ProviderLeasedIP`` → a MetalLB LoadBalancer Service.
 
-Each runs its kopf handlers inside the runtime (:mod:`akoperators.kopfrun`), so it has the
+Each runs its kopf handlers inside the runtime (:mod:`akoperators.adapters.kopfrun`), so it has the
 same settings, logs, ``/healthz``/``/readyz``/``/metrics`` and shutdown as every service.
-Only the adapters here (:mod:`akoperators.kube`, the kopf handlers) talk to Kubernetes.
+Only the adapters here (:mod:`akoperators.adapters.kube`, the kopf handlers) talk to Kubernetes.
 """

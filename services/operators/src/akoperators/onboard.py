@@ -27,6 +27,7 @@ import yaml
 from kubernetes.config import ConfigException
 
 from akkube.calls import resource_path
+from akoperators.adapters.kube import Kube, Obj
 from akoperators.domain.inventory import InventoryConfig, discover
 from akoperators.domain.onboard import (
     LABELLING_NEEDS,
@@ -45,8 +46,8 @@ from akoperators.domain.onboard import (
     summarize_node,
     warnings_for,
 )
+from akoperators.errors import KubeError
 from akoperators.inventory.registry import bundled
-from akoperators.kube import Kube, KubeError, Obj
 from akservice.secrets import KUBECONFIG, Vault
 
 CRDS = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from akoperators.kopfrun import _sealed_login
+from akoperators.adapters.kopfrun import _sealed_login
 from akservice.secrets import KUBECONFIG, Vault
 from kubesim import kubeconfig
 

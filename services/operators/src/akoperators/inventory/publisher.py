@@ -24,6 +24,7 @@ import logging
 import re
 
 from akbus import Bus, ConnectionLost
+from akoperators.adapters.kube import Kube
 from akoperators.domain.gpus import GPURegistry
 from akoperators.domain.inventory import (
     Discovery,
@@ -32,9 +33,9 @@ from akoperators.domain.inventory import (
     node_changes,
     same,
 )
+from akoperators.errors import KubeError
 from akoperators.inventory import metrics
 from akoperators.inventory.state import State
-from akoperators.kube import Kube, KubeError
 from aktypes.events import InventoryCluster, InventoryNodes, InventoryStorage, Payload
 from aktypes.events.streams import INVENTORY_EVENTS
 

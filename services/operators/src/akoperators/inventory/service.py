@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator
 
 from kubernetes.config import ConfigException
 
+from akoperators.adapters.kopfrun import operator_settings, registry_with_login, run_kopf
+from akoperators.adapters.kube import Kube
+from akoperators.errors import KubeError
 from akoperators.inventory import api, handlers, registry
 from akoperators.inventory.publisher import Publisher
 from akoperators.inventory.settings import InventorySettings
 from akoperators.inventory.state import State
-from akoperators.kopfrun import operator_settings, registry_with_login, run_kopf
-from akoperators.kube import Kube, KubeError
 from akservice import Runtime, ServiceSpec, StartupError
 from aktypes.events import InventoryCluster
 

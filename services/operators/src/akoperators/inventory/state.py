@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from akkube.pods import Use, claim_of, is_default_class, pod_use
+from akoperators.adapters.kube import Kube
 from akoperators.domain.gpus import GPURegistry
 from akoperators.domain.inventory import Discovery, InventoryConfig, build
-from akoperators.kube import Kube
 
 log = logging.getLogger("akoperators.inventory")
 

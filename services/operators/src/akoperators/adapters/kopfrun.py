@@ -29,7 +29,8 @@ from typing import Any
 import kopf
 
 from akkube.client import configuration_of
-from akoperators.kube import Kube, KubeError
+from akoperators.adapters.kube import Kube
+from akoperators.errors import KubeError
 from akservice import Runtime
 from akservice.secrets import is_sealed
 

@@ -21,17 +21,9 @@ from kubernetes.client.exceptions import ApiException
 
 from akkube.calls import send
 from akkube.client import api_client
+from akoperators.errors import KubeError
 
 Obj = dict[str, Any]
-
-
-class KubeError(Exception):
-    """A request the API server refused or could not answer (``status`` 0: no answer)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status or 'no answer'}: {message}" if status else message)
-        self.status = status
-        self.message = message
 
 
 class Kube:
