@@ -8,6 +8,7 @@ server's CA goes in as ``certificate-authority-data`` (``kubesim.tls``).
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import yaml
@@ -48,8 +49,13 @@ def render(
 def write(
     path: Path, server: str, *, token: str = ADMIN_TOKEN, ca_pem: bytes | None = None
 ) -> Path:
-    """Write a kubeconfig (0600) for ``server`` as the user of ``token``."""
+    """Write a kubeconfig (0600) for ``server`` as the user of ``token``, whole or not at
+    all: it is written beside ``path`` and renamed, so a reader that finds the file (a
+    client, a test waiting for the server) never reads it half written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(server, token=token, ca_pem=ca_pem))
-    path.chmod(0o600)
+    partial = path.with_name(f".{path.name}.partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(render(server, token=token, ca_pem=ca_pem))
+    os.replace(partial, path)
     return path
