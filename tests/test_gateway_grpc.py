@@ -40,6 +40,7 @@ LEASE_SERVICE = "akash.provider.lease.v1.LeaseRPC"
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
+        operators=("hostname",),
         cluster_env={
             "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
             "AP_DEPLOYMENT_BLOCKED_HOSTNAMES": ".blocked.test",
