@@ -390,11 +390,16 @@ async def test_lease_rpc_checks_who_asks_and_streams_status_and_logs(
         except grpc.aio.AioRpcError:
             return None  # not deployed yet
 
-    found = await eventually(
+    found = await eventually(  # and routed: the hostname operator makes the Ingress
         answer,
         timeout_s=90,
-        what="web available over gRPC",
-        until=lambda a: a is not None and a.services and a.services[0].status.available == 1,
+        what="web available and routed over gRPC",
+        until=lambda a: (
+            a is not None
+            and a.services
+            and a.services[0].status.available == 1
+            and a.services[0].status.uris
+        ),
     )
     _, rest = await tenant.lease_status(
         lease.dseq, lease.gseq, lease.oseq, suite.gateway.url, certificate
