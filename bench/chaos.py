@@ -1,17 +1,17 @@
 """Chaos: the whole provider under simulated tenants while its processes are SIGKILLed.
 
 The suite runs as real processes on one Redis with AOF (``appendfsync always``): the
-devnet, kubesim with the inventory, hostname and IP operators (one each, as in ``k8s/``),
-the chain relay, and ``--replicas`` replicas each of the cluster service,
-the bid engine, the manifest service, the balance service and the gateway (the relay stays
-one process: it is the one signer of the provider's account, as in ``k8s/``). Simulated
+devnet, kubesim with the inventory operator (one, as in ``k8s/``), the chain relay, and
+``--replicas`` replicas each of the cluster service, the bid engine, the manifest service,
+the balance service and the gateway (the relay stays one process: it is the one signer of
+the provider's account, as in ``k8s/``). Simulated
 tenants (``--tenants``) create deployments, accept the provider's bid, send the manifest
 through either gateway (a tenant retries the other one, as behind a load balancer), update
 some deployments (a new image, so a new manifest version on chain and a rollout), keep
 each lease a while and close it, over and over.
 
 Meanwhile ``--kills`` times, at random moments spread over ``--minutes``, one process
-chosen at random (any replica of any service, an operator, the relay, or Redis) is
+chosen at random (any replica of any service, the operator, the relay, or Redis) is
 SIGKILLed and started again after a random pause of up to two seconds. When the time is up
 the tenants finish what they are doing (the last lease of each stays open), every process
 is running, and the run compares the chain, Kubernetes (kubesim) and Redis, each read from

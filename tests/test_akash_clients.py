@@ -583,6 +583,7 @@ ADDRESS = "203.0.113.21"  # what MetalLB would give the leased IP
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
+        operators=("hostname", "ip"),
         operator_env={"AP_IP_POOL": "203.0.113.20-203.0.113.23", "AP_IP_RETRY": "500ms"},
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
     ) as provider:

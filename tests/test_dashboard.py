@@ -61,6 +61,7 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
     provider: Provider, chain: DevnetClients, tmp_path: Path
 ) -> None:
     provider.balance_env = {}
+    provider.operators = ("hostname", "ip")
     provider.start()
     gateway = provider.gateway
     base = gateway.dashboard_url

@@ -40,6 +40,7 @@ LEASE_SERVICE = "akash.provider.lease.v1.LeaseRPC"
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
+        operators=("hostname",),
         cluster_env={
             "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
             "AP_DEPLOYMENT_BLOCKED_HOSTNAMES": ".blocked.test",
@@ -389,11 +390,16 @@ async def test_lease_rpc_checks_who_asks_and_streams_status_and_logs(
         except grpc.aio.AioRpcError:
             return None  # not deployed yet
 
-    found = await eventually(
+    found = await eventually(  # and routed: the hostname operator makes the Ingress
         answer,
         timeout_s=90,
-        what="web available over gRPC",
-        until=lambda a: a is not None and a.services and a.services[0].status.available == 1,
+        what="web available and routed over gRPC",
+        until=lambda a: (
+            a is not None
+            and a.services
+            and a.services[0].status.available == 1
+            and a.services[0].status.uris
+        ),
     )
     _, rest = await tenant.lease_status(
         lease.dseq, lease.gseq, lease.oseq, suite.gateway.url, certificate

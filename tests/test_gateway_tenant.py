@@ -94,6 +94,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
+        operators=("hostname", "ip"),
         operator_env={"AP_IP_POOL": "203.0.113.30-203.0.113.37"},  # eight leased IPs
         gateway_env=LIMITS,
     ) as provider:

@@ -93,6 +93,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
         nodes=NODES,
+        operators=("hostname", "ip"),
         operator_env={
             "AP_IP_POOL": "203.0.113.10-203.0.113.13",
             "AP_HOSTNAME_RETRY": "500ms",

@@ -1,8 +1,8 @@
 """Every process of the suite rides out a Redis outage: none exits, each is ready again once
 Redis is back, and a tenant's lease goes through afterwards.
 
-Redis (with AOF) is SIGKILLed under the running suite (relay, kubesim, the operators,
-cluster, bid engine, balance, manifest, gateway) and started again on the same files a few
+Redis (with AOF) is SIGKILLed under the running suite (relay, kubesim, the inventory
+operator, cluster, bid engine, balance, manifest, gateway) and started again on the same files a few
 seconds later, long enough for every loop of every service to meet the outage at least once.
 """
 
@@ -43,8 +43,6 @@ async def test_no_process_dies_of_a_redis_outage(
             "manifest",
             "gateway",
             "inventory-operator",
-            "hostname-operator",
-            "ip-operator",
         }
 
         private_redis.kill()

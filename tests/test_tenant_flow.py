@@ -131,6 +131,7 @@ async def test_twenty_shapes_go_from_sdl_to_running_to_gone(
     provider: Provider, chain: DevnetClients, bus: Bus, corpus: Callable[[str], SDL]
 ) -> None:
     provider.cluster_env["AP_CLUSTER_PUBLIC_HOSTNAME"] = "provider.test"
+    provider.operators = ("hostname",)  # the Ingresses, so the URIs
     provider.start()
     tenant = chain.tenant("tenant-1")
     certificate = await certified(tenant, provider)

@@ -73,6 +73,7 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
         devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
         scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
+        operators=("hostname", "ip"),  # and the inventory operator, always
         operator_env={"AP_IP_POOL": "198.51.100.10-198.51.100.19"},
         dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
         grpc_port=GRPC_PORT,

@@ -1,13 +1,14 @@
 """The provider suite as real processes, for cross-service tests.
 
 ``Provider`` starts, on a devnet and a Redis of the test's own, kubesim running the nodes
-below with the inventory, hostname and IP operators, the chain relay, a cluster service
-(``kube`` backend on kubesim, its inventory the inventory operator's; or the ``null``
-backend on the same nodes, without kubesim and operators), the bid engine, the manifest
-service and the gateway (its certificate generated and published on chain first), each as a
-subprocess, started together; with static ingress hosts under ``ingress.localhost``, so
-every HTTP service gets a URI; tests read the chain (LCD), kubesim and the streams to see
-what they did. ``akash-provider run`` starts the same.
+below with the inventory operator (and the hostname and IP operators a test asks for), the
+chain relay, a cluster service (``kube`` backend on kubesim, its inventory the inventory
+operator's; or the ``null`` backend on the same nodes, without kubesim and operators), the
+bid engine, the manifest service and the gateway (its certificate generated and published
+on chain first), each as a subprocess, started together; with static ingress hosts under
+``ingress.localhost``, so every HTTP service gets a URI once the hostname operator routes
+it; tests read the chain (LCD), kubesim and the streams to see what they did.
+``akash-provider run`` starts the same, with every operator.
 :func:`frozen` pauses one of them (SIGSTOP … SIGCONT), to hold it still at a chosen moment.
 """
 
@@ -66,6 +67,7 @@ SCALES = {
 }
 
 
+STARTUP_S = 60.0  # for each process of a suite started together to be ready
 INGRESS_DOMAIN = "ingress.localhost"  # each HTTP service gets <26 characters>.ingress.localhost
 GATEWAY_KUBE_SETTINGS = ("AP_CLUSTER_BACKEND", "AP_KUBECONFIG")  # for logs, events, shell
 
@@ -91,7 +93,10 @@ class Provider:
     backend: str = "kube"  # kubesim running `nodes` with the operators, or `null`: no cluster
     scales: dict[str, str] = field(default_factory=lambda: dict(SCALES))
     replicas: int = 1  # of the bid engine, manifest, balance and gateway (cluster: ``clusters``)
-    operator_env: dict[str, str] = field(default_factory=dict)  # for all three operators
+    # on kubesim, beside the inventory operator (always: the cluster's inventory is its):
+    # "hostname" (Ingresses, so lease URIs), "ip" (leased IPs and their Services)
+    operators: tuple[str, ...] = ()
+    operator_env: dict[str, str] = field(default_factory=dict)
     ingress_domain: str = INGRESS_DOMAIN  # generated hostnames' ("": none, HTTP needs hosts)
     processes: dict[str, Any] = field(default_factory=dict)
 
@@ -155,8 +160,8 @@ class Provider:
         starting = [p for p in self.processes.values() if p is not simulator]
         for process in starting:  # together, then each waited for
             process.start(wait_ready=False)
-        for process in starting:
-            process.wait_ready()
+        for process in starting:  # a dozen processes starting at once share the machine
+            process.wait_ready(timeout=STARTUP_S)
         kube_env = {k: v for k, v in cluster_env.items() if k in GATEWAY_KUBE_SETTINGS}
         gateways = [
             GatewayProcess(
@@ -193,11 +198,11 @@ class Provider:
         }
 
     def _operators(self, kube: KubeSimProcess, cluster: ClusterSpec) -> None:
-        """The inventory, hostname and IP operators on kubesim, the inventory operator
-        knowing the nodes' GPUs (:func:`gpu_registry`); ``operator_env`` comes last."""
+        """The inventory operator, knowing the nodes' GPUs (:func:`gpu_registry`), and the
+        other operators asked for, on kubesim; ``operator_env`` comes last."""
         registry = self.tmp / "gpus.yaml"
         registry.write_text(gpu_registry(cluster))
-        for kind in OPERATORS:
+        for kind in (k for k in OPERATORS if k == "inventory" or k in self.operators):
             self.processes[f"{kind}-operator"] = OperatorProcess(
                 kind,
                 redis_url=self.redis_url,
