@@ -487,7 +487,7 @@ def test_nothing_is_served_before_the_first_sync(tmp_path: Path, redis_url: str)
     op.start(wait_ready=False)
     try:
         status, body = eventually_sync(
-            lambda: _get(f"{op.health_url}/v1/inventory"), 10, until=lambda r: r[0] == 503
+            lambda: _get(f"{op.health_url}/v1/inventory"), 30, until=lambda r: r[0] == 503
         )
         assert "not listed yet" in json.dumps(body)
         status, ready = op.readiness()
