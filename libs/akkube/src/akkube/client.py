@@ -17,10 +17,15 @@ from typing import Any
 
 import kubernetes
 from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTClientObject
+from kubernetes.config import ConfigException
 from urllib3.util.retry import Retry
 
 from akservice.secrets import is_sealed, kubeconfig_of
+
+# the official client's types the services handle, so that no service imports it
+__all__ = ["ApiClient", "ApiException", "ConfigException", "api_client"]
 
 
 def api_client(path: Path | None = None, *, retries: Retry | None = None) -> ApiClient:

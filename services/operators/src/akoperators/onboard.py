@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.config import ConfigException
 
 from akkube.calls import resource_path
+from akkube.client import ConfigException
 from akoperators.adapters.kube import Kube, Obj
 from akoperators.domain.inventory import InventoryConfig, discover
 from akoperators.domain.onboard import (

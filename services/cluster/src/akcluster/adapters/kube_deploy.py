@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 from urllib3.util.retry import Retry
 
 from akcluster.adapters.kube_rules import (
@@ -62,7 +60,7 @@ from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE, SERVICE_TAR
 from akcluster.domain.objects.reading import LEASE_LABELS, ingress_routes
 from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from akkube.calls import resource_path, send
-from akkube.client import api_client
+from akkube.client import ApiClient, ApiException, api_client
 from aktypes.events import ServiceStatus
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace

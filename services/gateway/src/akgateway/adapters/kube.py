@@ -31,13 +31,11 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import aiohttp
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from akgateway.errors import KubeError, LeaseGone
 from akkube.calls import get_json, open_get, target
-from akkube.client import api_client, ssl_context
+from akkube.client import ApiClient, ApiException, api_client, ssl_context
 from akkube.watch import lines
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace

@@ -16,11 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
-
 from akkube.calls import send
-from akkube.client import api_client
+from akkube.client import ApiClient, ApiException, api_client
 from akoperators.errors import KubeError
 
 Obj = dict[str, Any]

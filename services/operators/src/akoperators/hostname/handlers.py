@@ -227,7 +227,9 @@ def build_registry(settings: HostnameSettings, hosts: Hosts) -> kopf.OperatorReg
         owner = str(labels.get("akash.network/lease.id.owner", ""))
         return dict.fromkeys(hosts_of(body), (namespace or "", name, owner))
 
-    async def route(body: kopf.Body, patch: kopf.Patch, routed: kopf.Index[str, Any]) -> None:
+    async def route(
+        body: Mapping[str, Any], patch: kopf.Patch, routed: kopf.Index[str, Any]
+    ) -> None:
         patch.status.update(await hosts.reconcile(body, routed))
 
     @kopf.on.resume(
@@ -245,7 +247,7 @@ def build_registry(settings: HostnameSettings, hosts: Hosts) -> kopf.OperatorReg
     )  # fmt: skip
     async def changed(*, body: kopf.Body, patch: kopf.Patch, routed: Any = None, **_: Any) -> None:
         fresh = {k: v for k, v in body.items() if k != "status"}  # a new spec: try at once
-        await route(fresh, patch, routed)  # type: ignore[arg-type]
+        await route(fresh, patch, routed)
 
     @kopf.timer(
         group, version, "providerhosts", id="retry", interval=settings.hostname_retry,

@@ -13,8 +13,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from kubernetes.config import ConfigException
-
+from akkube.client import ConfigException
 from akoperators.adapters.kopfrun import operator_settings, registry_with_login, run_kopf
 from akoperators.adapters.kube import Kube
 from akoperators.errors import KubeError
