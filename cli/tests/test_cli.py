@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -164,6 +165,7 @@ def test_run_starts_the_suite_which_bids_and_stops_on_ctrl_c(
 ) -> None:
     """`akash-provider run` as a newcomer runs it: bids appear on the chain, Ctrl-C stops all."""
     env = {**os.environ, "REDIS_URL": redis_url}
+    tmp_path.chmod(0o755)  # as an earlier run, or a shared folder, might have left it
     command = [
         sys.executable,
         "-m",
@@ -195,6 +197,11 @@ def test_run_starts_the_suite_which_bids_and_stops_on_ctrl_c(
         assert '"stopped"' in (tmp_path / "logs" / f"{log}.log").read_text()
     cluster = (tmp_path / "logs" / "cluster-0.log").read_text()
     assert "from the inventory operator" in cluster  # the cluster's inventory is the operator's
+    # the state folder and everything the run wrote in it are the provider's alone
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o700
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(written) > 10
+    assert [path for path in written if path.stat().st_mode & 0o077] == []
 
 
 def _bids_placed(redis_url: str) -> int:
