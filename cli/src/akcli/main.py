@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from akcli import bid, bus, cluster, operator, sdl
+from akcli import bid, bus, cluster, keys, operator, sdl
 
 app = typer.Typer(
     name="akash-provider",
     help=(
         "Akash Network provider: run the suite, see what it is doing, SDL tools, the bus,"
-        " bid screening, onboarding a cluster."
+        " bid screening, onboarding a cluster, the provider's key and registration."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -27,6 +27,7 @@ app.add_typer(sdl.app, name="sdl")
 app.add_typer(bus.app, name="bus")
 app.add_typer(bid.app, name="bid")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(keys.app, name="keys")
 
 
 @app.command()

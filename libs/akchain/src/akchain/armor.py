@@ -86,8 +86,8 @@ def decode_armor(text: str) -> tuple[str, dict[str, str], bytes]:
     else:
         raise ArmorError("no -----BEGIN …----- line: not an armored key")
     headers: dict[str, str] = {}
-    for line in lines:
-        line = line.strip()
+    for raw in lines:
+        line = raw.strip()
         if not line:
             break
         name, sep, value = line.partition(": ")
@@ -97,8 +97,8 @@ def decode_armor(text: str) -> tuple[str, dict[str, str], bytes]:
     else:
         raise ArmorError("the armor ends before its body (truncated?)")
     body, checksum, ended = [], None, False
-    for line in lines:
-        line = line.strip()
+    for raw in lines:
+        line = raw.strip()
         if line.startswith(_END):
             ended = True
             break
@@ -144,7 +144,9 @@ def _scrypt_key(passphrase: str, salt: bytes, params: str) -> bytes:
     return Scrypt(salt=salt, length=length, n=n, r=r, p=p).derive(passphrase.encode())
 
 
-def derive_key(headers: dict[str, str], passphrase: str, *, bcrypt_cost: int = BCRYPT_COST) -> bytes:
+def derive_key(
+    headers: dict[str, str], passphrase: str, *, bcrypt_cost: int = BCRYPT_COST
+) -> bytes:
     """The secretbox key the headers' KDF makes from ``passphrase``."""
     try:
         salt = bytes.fromhex(headers.get("salt", ""))

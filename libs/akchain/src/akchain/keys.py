@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives import hashes, serialization
@@ -165,14 +166,7 @@ class Signer:
     @classmethod
     def load(cls, path: Path, passphrase: str) -> Signer:
         """Read a key file; ``KeyFileError`` says plainly what is wrong."""
-        try:
-            document = json.loads(path.read_text())
-        except FileNotFoundError as exc:
-            raise KeyFileError(f"key file {path} does not exist") from exc
-        except (OSError, ValueError) as exc:
-            raise KeyFileError(f"key file {path} is not readable JSON: {exc}") from exc
-        if not isinstance(document, dict) or document.get("format") != KEY_FILE_FORMAT:
-            raise KeyFileError(f"{path} is not an {KEY_FILE_FORMAT} key file")
+        document = _read_document(path)
         try:
             kdf = document["kdf"]
             aad = f"{document['name']}|{document['address']}".encode()
@@ -191,6 +185,27 @@ class Signer:
         if signer.address != document["address"]:
             raise KeyFileError(f"key file {path} is damaged: its key does not match its address")
         return signer
+
+
+def key_file_address(path: Path) -> str:
+    """The address a key file names, read without its passphrase (it is not secret)."""
+    document = _read_document(path)
+    address = document.get("address")
+    if not isinstance(address, str) or not address.startswith(f"{BECH32_PREFIX}1"):
+        raise KeyFileError(f"key file {path} is damaged: it names no {BECH32_PREFIX} address")
+    return address
+
+
+def _read_document(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise KeyFileError(f"key file {path} does not exist") from exc
+    except (OSError, ValueError) as exc:
+        raise KeyFileError(f"key file {path} is not readable JSON: {exc}") from exc
+    if not isinstance(document, dict) or document.get("format") != KEY_FILE_FORMAT:
+        raise KeyFileError(f"{path} is not an {KEY_FILE_FORMAT} key file")
+    return document
 
 
 def _stretch(passphrase: str, salt: bytes, n: int) -> bytes:

@@ -16,7 +16,7 @@ from akchain.keys import Signer
 
 ABANDON = " ".join(["abandon"] * 11 + ["about"])
 VECTOR = Path(__file__).parents[1] / "data" / "cosmos-sdk" / "keyring-import.armor"
-VECTOR_PASSPHRASE = "this passphrase has been used for all test vectors"
+VECTOR_PASSPHRASE = "this passphrase has been used for all test vectors"  # noqa: S105
 SALT = bytes.fromhex("00112233445566778899AABBCCDDEEFF")
 NONCE = bytes(range(24))
 # Amino: sha256("tendermint/PrivKeySecp256k1") → prefix e1b0f79b, then the length 32.
