@@ -38,9 +38,11 @@ from aktypes.events import (
     CloseBid,
     CreateBid,
     CreateCertificate,
+    CreateProvider,
     LeaseClosedReason,
     Send,
     TxMsg,
+    UpdateProvider,
     WithdrawLease,
 )
 from aktypes.events.base import ResourceOffer
@@ -185,6 +187,10 @@ def from_command(msg: TxMsg, *, sender: str) -> Message:
         return send(sender, msg.to_address, msg.amount)
     if isinstance(msg, CreateCertificate):
         return create_certificate(sender, msg.cert_pem.encode(), msg.pubkey_pem.encode())
+    if isinstance(msg, CreateProvider):
+        return create_provider(sender, msg.host_uri, msg.attributes, msg.email, msg.website)
+    if isinstance(msg, UpdateProvider):
+        return update_provider(sender, msg.host_uri, msg.attributes, msg.email, msg.website)
     raise TypeError(f"no protobuf message for {type(msg).__name__}")  # pragma: no cover
 
 

@@ -76,3 +76,25 @@ def test_provider_and_audit_messages_are_known_and_survive_a_signed_transaction(
     for packed, original in zip(decoded.messages, sent, strict=True):
         kind = msgs.MESSAGE_TYPES[packed.type_url]
         assert kind.FromString(packed.value) == original
+
+
+def test_provider_commands_become_the_sender_s_create_and_update_messages() -> None:
+    from aktypes.events import BroadcastTx, CreateProvider, UpdateProvider  # noqa: PLC0415
+
+    command = BroadcastTx.model_validate_json(
+        BroadcastTx(
+            key="update-provider/x",
+            msgs=[
+                CreateProvider(host_uri="https://p.example.com:8443", attributes=REGION),
+                UpdateProvider(
+                    host_uri="https://q.example.com:8443", email="ops@example.com", website="w"
+                ),
+            ],
+        ).model_dump_json()
+    )
+    created, updated = (msgs.from_command(m, sender=OWNER) for m in command.msgs)
+    assert created == msgs.create_provider(OWNER, "https://p.example.com:8443", REGION)
+    assert updated == msgs.update_provider(
+        OWNER, "https://q.example.com:8443", [], email="ops@example.com", website="w"
+    )
+    assert isinstance(updated, provider_pb2.MsgUpdateProvider)

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -41,15 +40,9 @@ from akgateway.domain.certificates import (
 )
 from akgateway.errors import CertificateFileError, ChainUnavailable, CommandFailed
 from akgateway.settings import GatewaySettings
+from akservice.chaintx import NoAnswer, broadcast_once, relay_address
 from akservice.settings import SettingsError, load_config, runtime_settings
-from aktypes.events import (
-    BroadcastTx,
-    CreateCertificate,
-    TxCommitted,
-    TxFailed,
-    envelope_from_fields,
-)
-from aktypes.events.streams import CHAIN_RESULTS, CHAIN_TX
+from aktypes.events import CreateCertificate, TxFailed
 
 PROG = "python -m akgateway cert"
 ADDRESS_WAIT_S = 10.0
@@ -62,23 +55,16 @@ def _say(message: str, *, err: bool = False) -> None:
 async def provider_address(settings: GatewaySettings, bus: Bus) -> str:
     if settings.provider_address:
         return settings.provider_address
-    deadline = time.monotonic() + ADDRESS_WAIT_S
-    while True:
-        try:
-            envelope = await bus.status("chain")
-        except ConnectionLost as exc:
-            raise CommandFailed(
-                f"Redis is unreachable ({exc}); or set AP_PROVIDER_ADDRESS"
-            ) from None
-        provider = getattr(envelope.payload, "provider", "") if envelope is not None else ""
-        if provider:
-            return str(provider)
-        if time.monotonic() > deadline:
-            raise CommandFailed(
-                "no provider address: set AP_PROVIDER_ADDRESS, or start the chain relay "
-                "(python -m akchainsvc), whose status names it"
-            )
-        await asyncio.sleep(0.2)
+    try:
+        address = await relay_address(bus, wait_s=ADDRESS_WAIT_S)
+    except ConnectionLost as exc:
+        raise CommandFailed(f"Redis is unreachable ({exc}); or set AP_PROVIDER_ADDRESS") from None
+    if address is None:
+        raise CommandFailed(
+            "no provider address: set AP_PROVIDER_ADDRESS, or start the chain relay "
+            "(python -m akchainsvc), whose status names it"
+        )
+    return address
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -119,33 +105,6 @@ async def generate(
     _say(f"{path} (serial {serial}, hosts {', '.join(dict.fromkeys(n.lower() for n in names))})")
 
 
-async def _already(bus: Bus, key: str) -> tuple[str, TxCommitted | TxFailed | None]:
-    """The last entry id of the results stream and an earlier result for ``key``."""
-    last, found = "0", None
-    for entry in await bus.backend.entries(CHAIN_RESULTS):
-        last = entry.id
-        if entry.fields.get("type") not in ("tx.committed", "tx.failed"):
-            continue
-        payload = envelope_from_fields(entry.fields).payload
-        if isinstance(payload, TxCommitted | TxFailed) and payload.key == key:
-            found = payload
-    return last, found
-
-
-async def _wait_result(bus: Bus, key: str, after: str, timeout: float) -> TxCommitted | TxFailed:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for entry in await bus.backend.read(CHAIN_RESULTS, after, count=100, block_ms=500):
-            after = entry.id
-            payload = envelope_from_fields(entry.fields).payload
-            if isinstance(payload, TxCommitted | TxFailed) and payload.key == key:
-                return payload
-    raise CommandFailed(
-        f"no result for {key} within {timeout:g}s: is the chain relay running "
-        "(python -m akchainsvc)? The command stays queued for it"
-    )
-
-
 async def publish(settings: GatewaySettings, bus: Bus, *, timeout: float) -> None:
     address = await provider_address(settings, bus)
     path = settings.certificate_path(address)
@@ -167,21 +126,18 @@ async def publish(settings: GatewaySettings, bus: Bus, *, timeout: float) -> Non
             f"certificate {own.serial} is on chain but {found[0].state}: `{PROG} generate --force`"
         )
     key = f"create-certificate/{own.serial}"
-    last, earlier = await _already(bus, key)
-    if isinstance(earlier, TxFailed):
+    pem = own.pem.decode()
+    message = CreateCertificate(cert_pem=pem, pubkey_pem=chain_pubkey_pem(own.cert).decode())
+    try:
+        outcome = await broadcast_once(bus, key, [message], timeout=timeout)
+    except NoAnswer as exc:
+        raise CommandFailed(str(exc)) from None
+    result = outcome.result
+    if isinstance(result, TxFailed) and outcome.earlier:
         raise CommandFailed(
-            f"{key} failed earlier ({earlier.codespace or 'sdk'} {earlier.code}: {earlier.log}); "
+            f"{key} failed earlier ({result.codespace or 'sdk'} {result.code}: {result.log}); "
             f"make a new certificate with `{PROG} generate --force` and publish that"
         )
-    result: TxCommitted | TxFailed | None = earlier
-    if result is None:
-        pem = own.pem.decode()
-        command = BroadcastTx(
-            key=key,
-            msgs=[CreateCertificate(cert_pem=pem, pubkey_pem=chain_pubkey_pem(own.cert).decode())],
-        )
-        await bus.publish(CHAIN_TX, command)
-        result = await _wait_result(bus, key, last, timeout)
     if isinstance(result, TxFailed):
         raise CommandFailed(
             f"the chain refused the certificate ({result.codespace or 'sdk'} {result.code}): "

@@ -104,10 +104,12 @@ from aktypes.events.tx import (
     CloseBid,
     CreateBid,
     CreateCertificate,
+    CreateProvider,
     Send,
     TxCommitted,
     TxFailed,
     TxMsg,
+    UpdateProvider,
     WithdrawLease,
 )
 from aktypes.events.union import EVENT_ADAPTER, Event
@@ -210,6 +212,7 @@ __all__ = [
     "ClusterStatus",
     "CreateBid",
     "CreateCertificate",
+    "CreateProvider",
     "DeadLetter",
     "DeclineReason",
     "DeploymentApplied",
@@ -283,6 +286,7 @@ __all__ = [
     "TxFailed",
     "TxMsg",
     "UnreserveResources",
+    "UpdateProvider",
     "WithdrawLease",
     "WithdrawalRequested",
     "envelope_from_fields",

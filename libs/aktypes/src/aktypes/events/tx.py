@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aktypes.address import AkashAddress
+from aktypes.attributes import Attribute
 from aktypes.coin import Coin, DecCoin
 from aktypes.events.base import LeaseClosedReason, NonEmptyStr, Payload, ResourceOffer
 from aktypes.ids import BidID, LeaseID
@@ -65,8 +66,37 @@ class CreateCertificate(_Msg):
     pubkey_pem: NonEmptyStr
 
 
+class CreateProvider(_Msg):
+    """Register the provider account on chain (Akash ``MsgCreateProvider``): its host URI,
+    attributes and contact info, as ``provider.yaml`` gives them."""
+
+    type: Literal["create_provider"] = "create_provider"
+    host_uri: NonEmptyStr
+    attributes: list[Attribute] = Field(default_factory=list)
+    email: str = ""
+    website: str = ""
+
+
+class UpdateProvider(_Msg):
+    """Replace the registered provider's host URI, attributes and info, all of them (Akash
+    ``MsgUpdateProvider``)."""
+
+    type: Literal["update_provider"] = "update_provider"
+    host_uri: NonEmptyStr
+    attributes: list[Attribute] = Field(default_factory=list)
+    email: str = ""
+    website: str = ""
+
+
 TxMsg = Annotated[
-    CreateBid | CloseBid | WithdrawLease | Send | CreateCertificate, Field(discriminator="type")
+    CreateBid
+    | CloseBid
+    | WithdrawLease
+    | Send
+    | CreateCertificate
+    | CreateProvider
+    | UpdateProvider,
+    Field(discriminator="type"),
 ]
 
 
