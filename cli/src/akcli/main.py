@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from akcli import bid, bus, cluster, keys, operator, sdl
+from akcli import bid, bus, cluster, keys, operator, provider, sdl
 
 app = typer.Typer(
     name="akash-provider",
@@ -28,6 +28,7 @@ app.add_typer(bus.app, name="bus")
 app.add_typer(bid.app, name="bid")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(keys.app, name="keys")
+app.add_typer(provider.app, name="provider")
 
 
 @app.command()
