@@ -21,6 +21,7 @@ from akchain.lcd import LCDClient
 from akchain.models import Provider
 from akchainsvc.testing import RelayProcess
 from akcli.main import app
+from akcli.provider import Outcome, register
 from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from aktypes.coin import Coin
 from aktypes.events import TxCommitted, envelope_from_fields
@@ -147,6 +148,28 @@ def test_update_dry_run_then_once_then_nothing(
     ]  # fmt: skip
     assert len(committed) == 2  # the first update, then the twins' one
     assert {a.key: a.value for a in record(devnet, owner).attributes}["region"] == "eu-north"
+
+    # From code, as a capabilities sync calls it: other attributes kept, capabilities replaced.
+    async def sync() -> Outcome:
+        bus = Bus.connect(RedisSettings(url=redis_url), producer="test")
+        try:
+            async with LCDClient(devnet.lcd_url) as lcd:
+                return await register(
+                    bus, lcd, "update", owner, None, timeout=60,
+                    capabilities={"capabilities/gpu/vendor/nvidia/model/h100": "true"},
+                )  # fmt: skip
+        finally:
+            await bus.close()
+
+    synced = asyncio.run(sync())
+    assert [str(c) for c in synced.changes] == [
+        "attribute capabilities/gpu/vendor/nvidia/model/h100: added 'true'",
+        "attribute capabilities/storage/1/class: removed (was 'beta3')",
+    ]
+    assert synced.sent
+    assert [(a.key, a.value) for a in record(devnet, owner).attributes] == [
+        ("region", "eu-north"), ("tier", "5"), ("capabilities/gpu/vendor/nvidia/model/h100", "true"),
+    ]  # fmt: skip
 
 
 def test_a_new_account_s_imported_key_registers_a_provider(
