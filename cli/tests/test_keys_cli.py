@@ -147,6 +147,13 @@ def test_bad_mnemonics_and_uses_are_one_line(tmp_path: Path) -> None:
         1,
         "exists; --force replaces it",
     )
+    store.chmod(0o644)
+    forced = keys(
+        "import", "--mnemonic", "--force", "--key-file", str(store), stdin=f"{ABANDON}\nnew\n"
+    )
+    assert forced.exit_code == 0, forced.stderr
+    assert Signer.load(store, "new").address == ABANDON_ADDRESS
+    assert store.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_real_process_reads_secrets_from_its_standard_input(tmp_path: Path) -> None:

@@ -160,6 +160,7 @@ class Signer:
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # a file replaced keeps its mode otherwise
         with os.fdopen(descriptor, "w") as handle:
             json.dump(document, handle, indent=2)
 
