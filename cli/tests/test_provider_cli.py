@@ -26,6 +26,7 @@ from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from aktypes.coin import Coin
 from aktypes.events import TxCommitted, envelope_from_fields
 from aktypes.events.streams import CHAIN_RESULTS, CHAIN_TX
+from aktypes.providerconfig import parse_provider_config
 
 runner = CliRunner()
 CLEAN = {
@@ -147,6 +148,23 @@ def test_update_dry_run_then_once_then_nothing(
         if isinstance(r, TxCommitted) and r.key.startswith("update-provider/")
     ]  # fmt: skip
     assert len(committed) == 2  # the first update, then the twins' one
+    assert {a.key: a.value for a in record(devnet, owner).attributes}["region"] == "eu-north"
+
+    # Someone puts the first record back (Go's CLI, say): the same change is sent again.
+    async def put_back() -> None:
+        first = parse_provider_config(UPDATED)
+        async with devnet.clients() as clients:
+            await clients.wallet("provider").send(
+                msgs.update_provider(
+                    owner, first.host, first.attributes, first.email, first.website
+                )
+            )
+
+    asyncio.run(put_back())
+    assert {a.key: a.value for a in record(devnet, owner).attributes}["region"] == "eu-west"
+    again = cli("provider", "update", str(config), *where)
+    assert again.exit_code == 0, again.stderr
+    assert "attribute region: 'eu-west' -> 'eu-north'" in again.stdout
     assert {a.key: a.value for a in record(devnet, owner).attributes}["region"] == "eu-north"
 
     # From code, as a capabilities sync calls it: other attributes kept, capabilities replaced.

@@ -188,6 +188,15 @@ async def register(
         outcome = await broadcast_once(bus, key, [message], timeout=timeout, retry_failed=True)
     except NoAnswer as exc:
         raise Refused(str(exc)) from None
+    if (
+        outcome.earlier
+        and not isinstance(outcome.result, TxFailed)
+        and changes(await on_chain(lcd, address), wanted)
+    ):  # that change was committed before, and the record has been changed back since
+        try:
+            outcome = await broadcast_once(bus, key, [message], timeout=timeout, again=True)
+        except NoAnswer as exc:
+            raise Refused(str(exc)) from None
     result = outcome.result
     if isinstance(result, TxFailed):
         raise Refused(
@@ -196,11 +205,7 @@ async def register(
         )
     after = await on_chain(lcd, address)
     if after is None or changes(after, wanted):
-        raise Refused(
-            f"tx {result.tx_hash} committed, but the node does not show the record yet"
-            if outcome.earlier
-            else f"tx {result.tx_hash} committed, but the node shows another record"
-        )
+        raise Refused(f"tx {result.tx_hash} committed, but the node shows another record")
     return Outcome(address, found, sent=True, tx_hash=result.tx_hash, height=result.height)
 
 

@@ -9,7 +9,9 @@ command asks, so running the same command twice is harmless.
 
 ``retry_failed``: a key that failed before (the account had no funds, say) is followed by
 ``<key>/retry-2``, ``/retry-3``… — the first one without a failure is used, so running the
-command again after fixing the cause sends it once more, and only once.
+command again after fixing the cause sends it once more, and only once. ``again``: the first
+of those keys without any answer is used — for a change made before and undone since by
+someone else, which the caller has seen on chain.
 
 The gateway's ``cert publish`` and ``akash-provider provider create|update`` use it.
 """
@@ -95,13 +97,14 @@ async def broadcast_once(
     *,
     timeout: float,
     retry_failed: bool = False,
+    again: bool = False,
     memo: str = "",
 ) -> Outcome:
     """Send ``msgs`` as one transaction under ``key`` unless it was answered already."""
     last, known = await results_by_key(bus)
-    if retry_failed:
+    if retry_failed or again:
         base, attempt = key, 1
-        while isinstance(known.get(key), TxFailed):
+        while (earlier := known.get(key)) is not None and (again or isinstance(earlier, TxFailed)):
             attempt += 1
             key = f"{base}/retry-{attempt}"
     earlier = known.get(key)

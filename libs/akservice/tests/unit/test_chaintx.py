@@ -68,3 +68,15 @@ async def test_no_answer_says_the_relay_may_be_down_and_the_address_comes_from_i
     assert await relay_address(bus, wait_s=0) is None
     await bus.publish_status("chain", ChainStatus(height=1, node_height=1, provider=address(2)))
     assert await relay_address(bus, wait_s=0) == address(2)
+
+
+async def test_again_steps_past_every_answered_key() -> None:
+    bus = memory_bus()
+    answering = asyncio.create_task(relay(bus, TxCommitted))
+    await broadcast_once(bus, "u", [SEND], timeout=10)
+    await answering
+    answering = asyncio.create_task(relay(bus, TxCommitted, seen=1))
+    again = await broadcast_once(bus, "u", [SEND], timeout=10, again=True)
+    await answering
+    assert (again.key, again.earlier) == ("u/retry-2", False)
+    assert [c.key for c in await commands(bus)] == ["u", "u/retry-2"]
