@@ -10,8 +10,9 @@
 The transaction goes through the chain relay, signed with its key (``AP_KEY_FILE``): one
 ``BroadcastTx`` on ``akash.provider.chain.tx`` under a key made of the provider, the record
 on chain and the wanted one (:mod:`akservice.chaintx`), so a repeated command sends nothing
-twice, and a failed one is sent again once when repeated. A record already as wanted sends
-nothing. The result is read back through the node's REST API (``--api``, else ``AP_API``).
+twice; one that failed, or that was undone since by other means, is sent again once when
+repeated. A record already as wanted sends nothing. The result is read back through the
+node's REST API (``--api``, else ``AP_API``).
 
 :func:`register` is the same from code, with ``capabilities`` (``capabilities/*`` keys)
 replacing the record's own capability attributes and keeping every other one.
