@@ -460,13 +460,11 @@ def ready(api: ApiClient) -> bool:
 
 
 def workload(api: ApiClient, lease: LeaseID) -> Obj:
-    apps = AppsV1Api(api)
+    apps, ns = AppsV1Api(api), lease_namespace(lease)
     if lease == WEB:
-        call = apps.read_namespaced_deployment
+        response = apps.read_namespaced_deployment("web", ns, _preload_content=False)
     else:
-        call = apps.read_namespaced_stateful_set
-    name = "web" if lease == WEB else "db"
-    response = call(name, lease_namespace(lease), _preload_content=False)
+        response = apps.read_namespaced_stateful_set("db", ns, _preload_content=False)
     body: Obj = json.loads(response.data)
     return body
 
