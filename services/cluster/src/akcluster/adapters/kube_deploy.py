@@ -16,7 +16,9 @@ an object is read, created when missing, and replaced only when what it says dif
   the defaults the server fills in never count as a difference;
 - a field removed from the desired object shows as a new fingerprint of it, kept in the
   annotation :data:`APPLIED` when it is written;
-- a Service keeps the addresses and node ports the server assigned (Akash does the same).
+- a Service keeps the addresses and node ports the server assigned (Akash does the same);
+- a Deployment or StatefulSet the Go provider built keeps its pod template while it runs
+  what ours would (:mod:`~akcluster.adapters.kube_adopt`): taking it over restarts no pod.
 
 A 409 (created or changed meanwhile) means reading again and deciding again; that is the
 only retry here, the caller owns every other. Errors are translated at this boundary into

@@ -3,7 +3,9 @@
 Every deployed lease's objects are built as its deploy would build them and compared with
 the cluster's, read with one LIST per kind (:meth:`~akcluster.deployments.ports.Backend.scan`),
 and only a lease whose objects differ is deployed again. A Manifest resource without a
-record (a provider moved from Akash's, or Redis lost) gets one, and a lease namespace with
+record (a provider moved from Akash's, or Redis lost) gets one: the group and GPUs the
+resource names, and the generated hostnames of the lease's ProviderHosts, kept as they are
+named (the Go provider's ingress domain may not be this cluster's). A lease namespace with
 neither is torn down.
 """
 
