@@ -113,6 +113,15 @@ def test_a_go_built_workload_that_runs_the_same_keeps_its_template() -> None:
     assert kept["spec"]["replicas"] == desired["spec"]["replicas"]
 
 
+def test_a_go_built_statefulset_keeps_its_claim_templates() -> None:
+    current = go_built(ours())
+    assert current["kind"] == "StatefulSet"
+    for claim in current["spec"]["volumeClaimTemplates"]:  # as a server returns them
+        claim.update(apiVersion="v1", kind="PersistentVolumeClaim", status={"phase": "Pending"})
+    kept = adopted(current, ours())
+    assert kept["spec"]["volumeClaimTemplates"] == current["spec"]["volumeClaimTemplates"]
+
+
 def test_the_cluster_runtime_class_go_never_set_keeps_the_template() -> None:
     desired = ours(BuildSettings(public_hostname="p.example.com", runtime_class="gvisor"))
     assert desired["spec"]["template"]["spec"]["runtimeClassName"] == "gvisor"

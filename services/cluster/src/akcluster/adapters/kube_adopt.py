@@ -118,11 +118,15 @@ def same_pods(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 def adopted(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> Mapping[str, Any]:
     """``desired``, or, for a workload the Go provider built that runs what ours would,
-    ``desired`` with the pod template the cluster holds (writing it changes no pod)."""
+    ``desired`` with the pod template the cluster holds (writing it changes no pod) and, for
+    a StatefulSet, its claim templates (Kubernetes refuses to change them)."""
     if current is None or not go_shaped(current) or desired.get("kind") != current.get("kind"):
         return desired
     if not same_pods(current, desired):
         return desired
     spec = dict(desired.get("spec") or {})
     spec["template"] = copy.deepcopy(_template(current))
+    claims = (current.get("spec") or {}).get("volumeClaimTemplates")
+    if current.get("kind") == "StatefulSet" and claims is not None:
+        spec["volumeClaimTemplates"] = copy.deepcopy(claims)  # immutable: Go's stay
     return {**desired, "spec": spec}
