@@ -19,7 +19,10 @@ between the two shows here:
   ``akash.network/lease.updated_at``, and the hostname operator's Ingress of each.
 
 Go's provider ran with static ingress hosts on another domain than this cluster is set up
-with; the generated hostname stays as Go named it.
+with; the generated hostname stays as Go named it. Once adopted, no pod was replaced (names,
+UIDs, workload generations), the lease status and manifest answer over the bus as the
+gateway asks for them, the gateway's Kubernetes adapter reads logs and opens a shell, a
+closed lease is torn down, and a second start writes nothing.
 """
 
 from __future__ import annotations
@@ -547,7 +550,7 @@ class Cluster:
 
 
 async def test_go_leases_are_adopted_in_place_and_then_run_as_ours(
-    api: ApiClient, kube: KubeDeployments, bus: Bus, kubesim_kubeconfig: Path
+    api: ApiClient, kube: KubeDeployments, bus: Bus, exec_sandbox: None
 ) -> None:
     await asyncio.to_thread(run_go_provider, api)
     await eventually(lambda: asyncio.to_thread(ready, api), what="Go's pods running")
@@ -597,12 +600,19 @@ async def test_go_leases_are_adopted_in_place_and_then_run_as_ours(
         )
         assert [s.name for s in manifest.group.services or ()] == ["db"]
 
-        # the gateway finds the pods of each service and reads their logs
+        # the gateway finds the pods of each service, reads their logs, opens a shell
         async with LeaseCluster(api) as gateway_side:
             (pod,) = await gateway_side.pods(DB, ["db"])
             assert pod.name in before
             lines = [line async for line in gateway_side.logs(pod, follow=False, tail=5)]
             assert lines
+            (web_pod,) = await gateway_side.pods(WEB, ["web"])
+            session = await gateway_side.execute(
+                web_pod, ["echo", "adopted"], tty=False, stdin=False
+            )
+            out = b"".join([data async for channel, data in session.output() if channel == 1])
+            await session.close()
+            assert (out.strip(), session.exit_code) == (b"adopted", 0)
 
         # teardown of an adopted lease
         closed = LeaseClosed(lease_id=DB, reason=LeaseClosedReason.OWNER, height=500, event_index=0)
