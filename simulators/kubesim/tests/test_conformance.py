@@ -290,6 +290,13 @@ def test_generation_follows_spec_changes_only(k8s: client.ApiClient, ns: str) ->
     again = apps.replace_namespaced_deployment("web", ns, current)
     assert again.metadata.resource_version == current.metadata.resource_version
     assert again.metadata.generation == 2
+    # a write leaving out a field the server defaults changes no spec: no new generation
+    body = raw(apps.read_namespaced_deployment("web", ns, _preload_content=False))
+    del body["spec"]["progressDeadlineSeconds"]
+    body["metadata"]["labels"]["z"] = "w"
+    relabelled = apps.replace_namespaced_deployment("web", ns, body)
+    assert relabelled.metadata.generation == 2
+    assert relabelled.spec.progress_deadline_seconds == 600
 
 
 def test_stale_resource_version_is_a_conflict(k8s: client.ApiClient, ns: str) -> None:

@@ -88,7 +88,7 @@ def names_kept(
     lease_id, owner = record.lease_id, record.lease_id.owner
     if hostname_refusals(lease_id, manifest_hostnames(record.group), hosts.holders, blocked):
         return False
-    wanted = lease_hostnames(lease_id, record.group, domain)
+    wanted = lease_hostnames(lease_id, record.group, domain, record.adopted_hosts)
     for held, want, claimed, withheld in (
         (hosts, wanted, record.hosts, record.withheld),
         (

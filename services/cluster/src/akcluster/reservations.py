@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from aktypes.events import (
     ReservationFailed,
     ReservationFound,
     ReserveResources,
+    ResourceOffer,
     ResourcesReserved,
     ResourcesUnreserved,
     ScreenGroup,
@@ -219,14 +220,17 @@ class Reservations:
 
         return await self._decide(None, decide) is not None
 
-    async def reseed(self, order_id: str, group: Group) -> bool:
+    async def reseed(
+        self, order_id: str, group: Group, allocated: Sequence[ResourceOffer] = ()
+    ) -> bool:
         """A deployed lease found in Kubernetes without a reservation (Redis lost, or a
-        cluster moved from Akash's provider): record an active one for it."""
+        cluster moved from Akash's provider): record an active one for it, on the GPUs
+        ``allocated`` (as its Manifest resource says)."""
 
         def decide(ledger: Ledger, tx: BusTx) -> Change | None:
             if ledger.get(order_id) is not None:
                 return None
-            reservation = Reservation.deployed(order_id, group, self._clock())
+            reservation = Reservation.deployed(order_id, group, self._clock(), allocated)
             tx.state.hset(RESERVATIONS_KEY, {order_id: reservation.model_dump_json()})
             return Change(add=reservation)
 

@@ -312,11 +312,11 @@ class Store(Storage):
             else:
                 meta.pop(fixed, None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        if "generation" in old_meta:
+        self._prepare(rtype, new, old, system=system)
+        if "generation" in old_meta:  # compared with the defaults in, as the API server does
             meta["generation"] = old_meta["generation"]
             if _content(rtype, new) != _content(rtype, old):
                 meta["generation"] += 1
-        self._prepare(rtype, new, old, system=system)
         if new == old:
             return clone(old)  # a no-op write does not bump the resourceVersion
         if dry_run:

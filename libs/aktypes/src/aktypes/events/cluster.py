@@ -174,11 +174,12 @@ class LeaseStatusReport(Payload):
 
 
 class LeaseManifestReport(Payload):
-    """Reply to ``GetLeaseManifest``."""
+    """Reply to ``GetLeaseManifest``; ``version`` is ``""`` when the cluster does not know
+    it (a lease taken over from the Go provider, whose Manifest resource keeps none)."""
 
     type: Literal["cluster.lease_manifest_report"] = "cluster.lease_manifest_report"
     lease_id: LeaseID
-    version: HexHash
+    version: HexHash | Literal[""]
     group: Group
 
 

@@ -16,7 +16,9 @@ an object is read, created when missing, and replaced only when what it says dif
   the defaults the server fills in never count as a difference;
 - a field removed from the desired object shows as a new fingerprint of it, kept in the
   annotation :data:`APPLIED` when it is written;
-- a Service keeps the addresses and node ports the server assigned (Akash does the same).
+- a Service keeps the addresses and node ports the server assigned (Akash does the same);
+- a Deployment or StatefulSet the Go provider built keeps its pod template while it runs
+  what ours would (:mod:`~akcluster.adapters.kube_adopt`): taking it over restarts no pod.
 
 A 409 (created or changed meanwhile) means reading again and deciding again; that is the
 only retry here, the caller owns every other. Errors are translated at this boundary into
@@ -43,6 +45,7 @@ from typing import Any
 import urllib3
 from urllib3.util.retry import Retry
 
+from akcluster.adapters.kube_adopt import adopted
 from akcluster.adapters.kube_rules import (
     APPLIED,
     created,
@@ -288,6 +291,13 @@ class KubeDeployments:
             return None
         return await self._get(manifests, lease_namespace(lease_id), self.manifest_namespace)
 
+    async def provider_hosts(self, lease_id: LeaseID) -> list[dict[str, Any]]:
+        """The lease's ProviderHosts (by its labels), whichever provider declared them."""
+        resource = await self._resource(AKASH_API, "ProviderHost")
+        if resource is None:
+            return []
+        return await self._list(resource, self.manifest_namespace, _lease_selector(lease_id))
+
     def scan(self) -> KubeScan:
         """Every object of the provider's leases, read back once for recovery."""
         return KubeScan(self)
@@ -321,9 +331,10 @@ class KubeDeployments:
                     return 1
                 if (current.get("metadata") or {}).get("deletionTimestamp"):
                     raise Unavailable(f"{what} is being deleted")
-                if up_to_date(current, desired, stamp):
+                wanted = adopted(current, desired)  # a Go-built workload keeps its pods
+                if up_to_date(current, wanted, stamp):
                     return 0
-                body = merged(current, desired, stamp)
+                body = merged(current, wanted, stamp)
                 await self._request("PUT", resource.path(namespace, name), body=body)
                 log.debug("updated %s", what)
                 return 1

@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from akcluster.adapters.kube_adopt import adopted
 from akcluster.adapters.kube_rules import fingerprint, up_to_date
 from akcluster.domain.objects.base import MANAGED
 from akcluster.domain.objects.reading import lease_id_of
@@ -162,7 +163,7 @@ class KubeScan:
             same = same and (
                 current is not None
                 and not current["metadata"].get("deletionTimestamp")
-                and up_to_date(current, desired, fingerprint(desired))
+                and up_to_date(current, adopted(current, desired), fingerprint(desired))
             )
         return same
 

@@ -134,6 +134,13 @@ class NullDeployments:
                 return copy.deepcopy(obj)
         return None
 
+    async def provider_hosts(self, lease_id: LeaseID) -> list[dict[str, Any]]:
+        return [
+            copy.deepcopy(obj)
+            for (kind, _, _), obj in sorted(self.objects.items())
+            if kind == "ProviderHost" and lease_id_of(obj) == lease_id
+        ]
+
     def scan(self) -> NullScan:
         return NullScan(self.objects)
 

@@ -28,8 +28,9 @@ lease holds to another lease of that owner, then re-applies both.
 At start the records are reconciled with Kubernetes (:meth:`Deployments.recover`): every
 deployed lease's objects are compared with what the cluster holds, read with one LIST per
 kind, and only a lease whose objects differ is deployed again; a Manifest resource without a
-record (a provider moved from Akash's, or Redis lost) gets one, and a lease namespace with
-neither is torn down.
+record (a provider moved from Akash's, or Redis lost) gets one — its group, the GPUs it
+names, the generated hostnames its ProviderHosts hold — and a lease namespace with neither
+is torn down.
 
 One module per part, each importing only those listed before it:
 

@@ -3,7 +3,9 @@
 Every deployed lease's objects are built as its deploy would build them and compared with
 the cluster's, read with one LIST per kind (:meth:`~akcluster.deployments.ports.Backend.scan`),
 and only a lease whose objects differ is deployed again. A Manifest resource without a
-record (a provider moved from Akash's, or Redis lost) gets one, and a lease namespace with
+record (a provider moved from Akash's, or Redis lost) gets one: the group and GPUs the
+resource names, and the generated hostnames of the lease's ProviderHosts, kept as they are
+named (the Go provider's ingress domain may not be this cluster's). A lease namespace with
 neither is torn down.
 """
 
@@ -19,8 +21,14 @@ from akcluster.deployments.records import RecordBatches, stamped
 from akcluster.deployments.steps import Steps, lease_params
 from akcluster.domain.leases import LeaseRecord
 from akcluster.domain.ledger import Ledger
-from akcluster.domain.objects import group_from_manifest_object
+from akcluster.domain.objects import (
+    allocation_of,
+    group_from_manifest_object,
+    scheduler_params_from_manifest_object,
+)
+from akcluster.domain.objects.reading import generated_hosts
 from akcluster.registry import Holders, names_kept
+from aktypes.events import ResourceOffer
 from aktypes.ids import LeaseID
 from aktypes.manifest.models import Group
 from aktypes.namespace import lease_namespace
@@ -83,7 +91,9 @@ class Recovery:
             _, group, version = group_from_manifest_object(resource)
             closed = await self.records.get(str(lease_id))
             if closed is None:
-                await self._adopt(lease_id, group, version)
+                hosts = generated_hosts(group, await self.backend.provider_hosts(lease_id))
+                params = scheduler_params_from_manifest_object(resource)
+                await self._adopt(lease_id, group, version, hosts, allocation_of(group, params))
                 counts["adopted"] += 1
             elif closed.state == "closed":  # closed here: the resource is a leftover
                 await self._queue_teardown(lease_id, group, version)
@@ -124,17 +134,41 @@ class Recovery:
 
         await self.records.update(str(lease_id), again)
 
-    async def _adopt(self, lease_id: LeaseID, group: Group, version: str) -> None:
+    async def _adopt(
+        self,
+        lease_id: LeaseID,
+        group: Group,
+        version: str,
+        hosts: dict[str, str],
+        allocated: list[ResourceOffer],
+    ) -> None:
+        """A record for a lease found only in Kubernetes, deployed next: its group, the
+        generated hostnames its ProviderHosts name (``hosts``, kept as they are) and a
+        reservation on the GPUs its Manifest resource says it runs on (``allocated``)."""
         now = self.clock()
 
         def adopt(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is not None:
                 return None
-            adopted = LeaseRecord(lease_id=lease_id, group=group, version=version, recovered=True)
+            adopted = LeaseRecord(
+                lease_id=lease_id,
+                group=group,
+                version=version,
+                recovered=True,
+                adopted_hosts=hosts,
+            )
             return stamped(adopted, self.clock, due=now)
 
+        log.info(
+            "lease %s: adopted from its Manifest resource (%d service(s), %d generated "
+            "hostname(s) kept)",
+            lease_id,
+            len(group.services or ()),
+            len(hosts),
+            extra={"lease_id": str(lease_id)},
+        )
         await self.records.update(str(lease_id), adopt, absent=True)
-        await self.reservations.reseed(str(lease_id.order_id), group)
+        await self.reservations.reseed(str(lease_id.order_id), group, allocated)
 
     async def _queue_teardown(self, lease_id: LeaseID, group: Group | None, version: str) -> None:
         now = self.clock()

@@ -180,7 +180,9 @@ class Steps:
         is withheld instead: the lease runs without it)."""
         lease_id = record.lease_id
         declared = manifest_hostnames(record.group)
-        wanted = lease_hostnames(lease_id, record.group, self.build.ingress_domain)
+        wanted = lease_hostnames(
+            lease_id, record.group, self.build.ingress_domain, record.adopted_hosts
+        )
         try:
             hosts, withheld = await self.hostnames.claim(
                 lease_id,
@@ -290,7 +292,9 @@ def desired_objects(
             levels=levels,
             params=params,
         ),
-        *provider_host_objects(lease_id, group, settings=build, withheld=withheld),
+        *provider_host_objects(
+            lease_id, group, settings=build, withheld=withheld, adopted=record.adopted_hosts
+        ),
         *provider_leased_ip_objects(lease_id, group, settings=build, withheld=withheld_endpoints),
     ]
 

@@ -69,6 +69,9 @@ class LeaseRecord(BaseModel):
     withheld: list[str] = Field(default_factory=list)  # held by another lease of the owner
     endpoints: list[str] = Field(default_factory=list)  # leased-IP endpoints held
     withheld_endpoints: list[str] = Field(default_factory=list)  # another lease holds them
+    # generated hostnames a lease taken over from the Go provider had (hostname -> service):
+    # routed as it named them, whatever this cluster's ingress domain
+    adopted_hosts: dict[str, str] = Field(default_factory=dict)
     message: str = ""
     updated_at: float = 0.0
 
@@ -102,14 +105,25 @@ def manifest_hostnames(group: Group) -> list[str]:
     return list(seen)
 
 
-def lease_hostnames(lease_id: LeaseID, group: Group, domain: str = "") -> list[str]:
+def lease_hostnames(
+    lease_id: LeaseID, group: Group, domain: str = "", adopted: Mapping[str, str] | None = None
+) -> list[str]:
     """Every hostname the lease routes: the group's accepted ones, then, with an ingress
-    domain (static hosts), the generated one of each service with an HTTP ingress expose."""
+    domain (static hosts), the generated one of each service with an HTTP ingress expose,
+    then the generated ones ``adopted`` from the Go provider (hostname -> service) whose
+    service still has one."""
     seen = dict.fromkeys(manifest_hostnames(group))
+    ingress = [
+        service.name
+        for service in group.services or ()
+        if any(expose.is_ingress for expose in service.expose or ())
+    ]
     if domain:
-        for service in group.services or ():
-            if any(expose.is_ingress for expose in service.expose or ()):
-                seen.setdefault(ingress_host(lease_id, service.name, domain), None)
+        for name in ingress:
+            seen.setdefault(ingress_host(lease_id, name, domain), None)
+    for host, service in (adopted or {}).items():
+        if service in ingress:
+            seen.setdefault(host.lower(), None)
     return list(seen)
 
 

@@ -83,12 +83,16 @@ class Reservation(BaseModel):
         )
 
     @classmethod
-    def deployed(cls, order_id: str, group: Group, now: float) -> Reservation:
-        """An active reservation for a lease found deployed: its node ports and IPs."""
+    def deployed(
+        cls, order_id: str, group: Group, now: float, allocated: Iterable[ResourceOffer] = ()
+    ) -> Reservation:
+        """An active reservation for a lease found deployed: its node ports and IPs, and
+        the GPUs it runs on (``allocated``)."""
         spec = _deployed_group(group)
         return cls(
             order_id=order_id,
             group=spec,
+            allocated=list(allocated),
             node_ports=sum(
                 u.resource.endpoint_count(EndpointKind.RANDOM_PORT) for u in spec.resources
             ),

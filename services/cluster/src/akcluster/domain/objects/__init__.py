@@ -20,6 +20,7 @@ the adapters send what these return.
 from akcluster.domain.objects.base import (
     BuildSettings,
     SchedulerParams,
+    allocation_of,
     lease_labels,
     scheduler_params,
     uses_offers,
@@ -39,6 +40,7 @@ from akcluster.domain.objects.manifest import (
 __all__ = [
     "BuildSettings",
     "SchedulerParams",
+    "allocation_of",
     "crds",
     "group_from_manifest_object",
     "lease_labels",

@@ -17,10 +17,11 @@ compares equal to what the API server returns.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aktypes.attributes import Attribute
 from aktypes.events import ResourceOffer
 from aktypes.ids import LeaseID
 from aktypes.manifest import Group, Service
@@ -121,6 +122,34 @@ def scheduler_params(
         service.name: _service_params(service, offers.get(service.resources.id))
         for service in group.services or ()
     }
+
+
+def gpu_key(params: SchedulerParams) -> str:
+    """The offer's GPU attribute key of ``params`` (:func:`parse_gpu_key`'s inverse)."""
+    key = f"vendor/{params.gpu_vendor}/model/{params.gpu_model or '*'}"
+    if params.gpu_ram:
+        key += f"/ram/{params.gpu_ram}"
+    if params.gpu_interface:
+        key += f"/interface/{params.gpu_interface}"
+    return key
+
+
+def allocation_of(group: Group, params: Mapping[str, SchedulerParams]) -> list[ResourceOffer]:
+    """The offers a reservation would have allocated for the GPUs ``params`` (by service)
+    name: what a lease found deployed runs on, so it is built on the same GPU again."""
+    offers = []
+    for service in group.services or ():
+        found = params.get(service.name)
+        gpu = service.resources.gpu
+        if gpu is None or not service.resources.gpu_units or found is None:
+            continue
+        if not (found.gpu_vendor and found.gpu_model):
+            continue
+        attributes = [Attribute(key=gpu_key(found), value="true")]
+        placed = gpu.model_copy(update={"attributes": attributes})
+        resources = service.resources.model_copy(update={"gpu": placed})
+        offers.append(ResourceOffer(resources=resources, count=service.count))
+    return offers
 
 
 def uses_offers(group: Group) -> bool:

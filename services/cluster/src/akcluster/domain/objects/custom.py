@@ -11,7 +11,7 @@ address through their ``sharing_key``. The CRDs (``manifests``, ``providerhosts`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from importlib import resources
 
 import yaml
@@ -29,10 +29,12 @@ def provider_host_objects(
     *,
     settings: BuildSettings,
     withheld: Collection[str] = (),
+    adopted: Mapping[str, str] | None = None,
 ) -> list[Obj]:
-    """A ProviderHost per routed hostname (lowercased: accepted or generated), except those
-    ``withheld``."""
+    """A ProviderHost per routed hostname (lowercased: accepted, generated or ``adopted``
+    from the Go provider), except those ``withheld``."""
     skip = {host.lower() for host in withheld}
+    routed = hostnames(lease_id, group, settings.ingress_domain, adopted)
     return [
         {
             "apiVersion": API_VERSION,
@@ -49,7 +51,7 @@ def provider_host_objects(
                 "external_port": expose.effective_external_port,
             },
         }
-        for host, (service, expose) in hostnames(lease_id, group, settings.ingress_domain).items()
+        for host, (service, expose) in routed.items()
         if host not in skip
     ]
 

@@ -22,6 +22,7 @@ a UDP port that shared its number with a TCP one), and hostnames are lowercased.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 
 from akcluster.domain.objects.base import (
     MANIFEST_SERVICE,
@@ -231,16 +232,23 @@ def services(service: Service, lease_id: LeaseID, resource_version: str = "") ->
 
 
 def hostnames(
-    lease_id: LeaseID, group: Group, domain: str = ""
+    lease_id: LeaseID, group: Group, domain: str = "", adopted: Mapping[str, str] | None = None
 ) -> dict[str, tuple[Service, ServiceExpose]]:
     """Routed hostname (lowercased) → the service and HTTP expose it reaches: the accepted
-    ones and, with an ingress ``domain``, each HTTP service's generated one."""
+    ones and, with an ingress ``domain``, each HTTP service's generated one; then the
+    generated ones ``adopted`` from the Go provider (hostname → service), to the service's
+    last HTTP expose, as Go routed its generated hostname."""
     found: dict[str, tuple[Service, ServiceExpose]] = {}
+    last: dict[str, tuple[Service, ServiceExpose]] = {}
     for service in group.services or ():
         for expose in service.expose or ():
             if expose.is_ingress:
+                last[service.name] = (service, expose)
                 if domain:
                     found[ingress_host(lease_id, service.name, domain)] = (service, expose)
                 for host in expose.hosts or ():
                     found[host.lower()] = (service, expose)
+    for host, name in (adopted or {}).items():
+        if name in last:
+            found.setdefault(host.lower(), last[name])
     return found

@@ -8,7 +8,7 @@ and so does a Manifest resource's ``spec.lease_id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from akcluster.domain.objects.base import (
@@ -20,6 +20,7 @@ from akcluster.domain.objects.base import (
 )
 from aktypes.errors import InvalidIDError
 from aktypes.ids import LeaseID
+from aktypes.manifest import Group
 
 LEASE_LABELS = {
     "owner": LEASE_OWNER,
@@ -46,6 +47,25 @@ def lease_id_of(obj: Mapping[str, Any]) -> LeaseID | None:
         except InvalidIDError:
             continue
     return None
+
+
+def generated_hosts(group: Group, provider_hosts: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Hostname → service of the ProviderHosts (of one lease) that route none of the
+    group's accepted hostnames: the generated ones (the Go provider declares no other)."""
+    accepted = {
+        host.lower()
+        for service in group.services or ()
+        for expose in service.expose or ()
+        for host in expose.hosts or ()
+    }
+    found: dict[str, str] = {}
+    for obj in provider_hosts:
+        spec = obj.get("spec") or {}
+        host = str(spec.get("hostname") or (obj.get("metadata") or {}).get("name") or "").lower()
+        service = str(spec.get("service_name") or "")
+        if host and service and host not in accepted:
+            found[host] = service
+    return dict(sorted(found.items()))
 
 
 def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
