@@ -19,8 +19,6 @@ import ssl
 from typing import Any
 
 from akchain.lcd import LCDClient
-from akgateway.adapters.acme import AcmeConfig, AcmeIssuer
-from akgateway.adapters.acme_solvers import ALPNChallenges, DNSHook, HTTPChallenges
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
 from akgateway.adapters.grpcfront import GRPCFront, PeerCertificates
 from akgateway.adapters.kube import LeaseCluster
@@ -232,6 +230,9 @@ async def start_public_tls(rt: Runtime[GatewaySettings], public: PublicTLS) -> N
                 "(AP_GATEWAY_TLS_CERT, AP_GATEWAY_TLS_KEY)"
             )
     else:
+        # imported here: the ACME library (requests, josepy) loads only where ACME is on
+        from akgateway.adapters.acme import AcmeConfig, AcmeIssuer  # noqa: PLC0415
+
         public.check()  # ACME's own files: missing or unusable, it orders a new pair
         solvers = await start_acme_solvers(rt)
         config = AcmeConfig(
@@ -253,6 +254,12 @@ async def start_public_tls(rt: Runtime[GatewaySettings], public: PublicTLS) -> N
 async def start_acme_solvers(rt: Runtime[GatewaySettings]) -> dict[str, Any]:
     """What answers the configured ACME challenge: HTTP-01's or TLS-ALPN-01's listener, or
     DNS-01's hook."""
+    from akgateway.adapters.acme_solvers import (  # noqa: PLC0415 - as AcmeIssuer
+        ALPNChallenges,
+        DNSHook,
+        HTTPChallenges,
+    )
+
     settings = rt.settings
     if settings.gateway_acme_challenge == "dns-01" and settings.gateway_acme_dns_hook:
         return {"dns": DNSHook(settings.gateway_acme_dns_hook)}  # the settings require one

@@ -1,6 +1,7 @@
-"""The public certificate from ACME, for real: Let's Encrypt's test CA ``pebble`` on loopback
-(its validation authority resolving the test hostname to 127.0.0.1 through
-``pebble-challtestsrv``'s DNS), the gateway as a process on the devnet, and TLS clients that
+"""The public certificate beside the on-chain one, with the gateway as a process on the
+devnet: configured files chosen by SNI and swapped when they change, and ACME for real,
+against Let's Encrypt's test CA ``pebble`` on loopback (its validation authority resolving
+the test hostname to 127.0.0.1 through ``pebble-challtestsrv``'s DNS), with TLS clients that
 trust pebble's root and ask for the public hostname.
 
 Pebble issues certificates valid a few seconds here, so the renewal at two thirds of the
@@ -9,6 +10,7 @@ lifetime comes within the test, while a client keeps calling the gateway.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import ipaddress
 import json
@@ -17,6 +19,7 @@ import shutil
 import socket
 import ssl
 import stat
+import subprocess
 import sys
 import threading
 import urllib.request
@@ -31,11 +34,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from akbus.embedded import EmbeddedRedis
+from akchain import msgs
 from akdevnet.testing import DevnetProcess
-from akgateway.testing import GatewayProcess
+from akgateway.domain.certificates import common_name
+from akgateway.testing import (
+    GatewayProcess,
+    MadeCertificate,
+    client_context,
+    make_certificate,
+)
 from akservice.testing import ServiceProcess, eventually_sync, free_port
 
 HOST = "gateway.provider.test"
+Pems = tuple[bytes, bytes]
 PEBBLE = shutil.which("pebble")
 CHALLTESTSRV = shutil.which("pebble-challtestsrv")
 
@@ -176,16 +187,23 @@ class Call:
     serial: int
 
 
-def call(port: int, context: ssl.SSLContext, server_name: str | None = HOST) -> Call:
-    """``GET /version`` on 127.0.0.1:``port`` asking for ``server_name`` (SNI); the status
-    and the serial of the certificate the gateway served."""
+def call(
+    port: int,
+    context: ssl.SSLContext,
+    server_name: str | None = HOST,
+    path: str = "/version",
+    headers: str = "",
+) -> Call:
+    """``GET path`` on 127.0.0.1:``port`` asking for ``server_name`` (SNI); the status and
+    the serial of the certificate the gateway served."""
     with (
         socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
         context.wrap_socket(raw, server_hostname=server_name) as tls,
     ):
         der = tls.getpeercert(binary_form=True)
         assert der is not None
-        tls.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        request = f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"
+        tls.sendall(request.encode())
         head = b""
         while b"\r\n" not in head:
             chunk = tls.recv(4096)
@@ -196,12 +214,42 @@ def call(port: int, context: ssl.SSLContext, server_name: str | None = HOST) -> 
     return Call(status, x509.load_der_x509_certificate(der).serial_number)
 
 
+class Caller:
+    """A client calling the gateway over and over in a thread while the block runs."""
+
+    def __init__(self, port: int, context: ssl.SSLContext) -> None:
+        self.port, self.context = port, context
+        self.calls: list[Call] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.calls.append(call(self.port, self.context))
+            except (ssl.SSLError, OSError) as exc:
+                self.failures.append(repr(exc))
+
+    def serials(self) -> set[int]:
+        return {c.serial for c in self.calls}
+
+    def __enter__(self) -> Caller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @dataclass
 class Stack:
     redis_url: str
     devnet: DevnetProcess
     provider: str
     tmp: Path
+    tenant: MadeCertificate  # tenant-1's client certificate, on chain
 
     def gateway(self, name: str, **env: str) -> GatewayProcess:
         gateway = GatewayProcess(
@@ -216,6 +264,12 @@ class Stack:
         return gateway
 
 
+async def publish(devnet: DevnetProcess, made: MadeCertificate) -> None:
+    async with devnet.clients() as chain:
+        wallet = chain.wallet("tenant-1")
+        await wallet.send(msgs.create_certificate(wallet.address, made.cert_pem, made.pubkey_pem))
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Redis and the devnet: what the gateway needs to start (it reads the on-chain
@@ -225,7 +279,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         devnet = DevnetProcess(tmp / "devnet")
         devnet.start()
         try:
-            yield Stack(redis.url, devnet, devnet.signer("provider").address, tmp)
+            tenant = make_certificate(devnet.signer("tenant-1").address)
+            asyncio.run(publish(devnet, tenant))
+            yield Stack(redis.url, devnet, devnet.signer("provider").address, tmp, tenant)
         finally:
             devnet.stop()
 
@@ -254,6 +310,18 @@ def acme_env(acme: ACME, challenge: str = "http-01", **more: str) -> dict[str, s
     }
 
 
+def served_to(port: int, server_name: str | None, cert: Pems | None = None) -> x509.Certificate:
+    """The certificate the gateway serves a client asking for ``server_name``."""
+    context = client_context(*cert) if cert else client_context()
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=server_name) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
 def served(gateway: GatewayProcess, context: ssl.SSLContext, timeout: float = 30.0) -> Call:
     """The first answer the gateway gives a client trusting pebble (once it has a
     certificate from it)."""
@@ -275,46 +343,18 @@ def test_http01_certificate_obtained_served_and_renewed_without_a_failed_request
         client = acme.client()
         first = served(gateway, client)
         assert first.status == 200
-
-        calls: list[Call] = []
-        failures: list[str] = []
-        stop = threading.Event()
-
-        def keep_calling() -> None:
-            while not stop.is_set():
-                try:
-                    calls.append(call(gateway.port, client))
-                except (ssl.SSLError, OSError) as exc:
-                    failures.append(repr(exc))
-
-        caller = threading.Thread(target=keep_calling)
-        caller.start()
-        try:
+        with Caller(gateway.port, client) as caller:
             eventually_sync(
-                lambda: any(c.serial != first.serial for c in calls),
+                lambda: len(caller.serials() - {first.serial}) > 0,
                 timeout_s=40,
                 what="a renewed certificate",
             )
-        finally:
-            stop.set()
-            caller.join()
-        assert failures == []
-        assert {c.status for c in calls} == {200}
-        assert calls[-1].serial != first.serial
-        assert len(calls) > 20
-
-        # a client asking for no name (an IP address) or another name gets the on-chain one
-        anyone = ssl.create_default_context()
-        anyone.check_hostname, anyone.verify_mode = False, ssl.CERT_NONE
-        for name in (None, "other.provider.test"):
-            with (
-                socket.create_connection(("127.0.0.1", gateway.port)) as raw,
-                anyone.wrap_socket(raw, server_hostname=name) as tls,
-            ):
-                der = tls.getpeercert(binary_form=True)
-            assert der is not None
-            subject = x509.load_der_x509_certificate(der).subject
-            assert subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == stack.provider
+        assert caller.failures == []
+        assert {c.status for c in caller.calls} == {200}
+        assert caller.calls[-1].serial != first.serial
+        assert len(caller.calls) > 20
+        for name in (None, "other.provider.test"):  # no name (an IP address), another name
+            assert common_name(served_to(gateway.port, name)) == stack.provider
 
         folder = gateway.tls_dir / "acme"
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
@@ -361,3 +401,172 @@ def test_dns01_through_the_operators_hook(stack: Stack, acme: ACME, tmp_path: Pa
         f"add _acme-challenge.{HOST} {HOST}",
         f"remove _acme-challenge.{HOST} {HOST}",
     ]
+
+
+# -- configured files -----------------------------------------------------------------------
+
+
+@dataclass
+class Issuer:
+    """A CA of the test's own, issuing certificates for the public hostname."""
+
+    key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
+
+    @property
+    def cert(self) -> x509.Certificate:
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Test Public CA")])
+        now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+        return (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.key.public_key())
+            .serial_number(1)
+            .not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
+
+    def issue(self, *names: str) -> tuple[bytes, bytes, int]:
+        """A chain (leaf, CA) for ``names``, its key, and its serial."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = dt.datetime.now(dt.UTC)
+        serial = x509.random_serial_number()
+        leaf = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(serial)
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=90))
+            .add_extension(
+                x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False
+            )
+            .sign(self.key, hashes.SHA256())
+        )
+        chain = leaf.public_bytes(serialization.Encoding.PEM) + self.cert.public_bytes(
+            serialization.Encoding.PEM
+        )
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        return chain, key_pem, serial
+
+    def client(self) -> ssl.SSLContext:
+        return ssl.create_default_context(
+            cadata=self.cert.public_bytes(serialization.Encoding.PEM).decode()
+        )
+
+
+def test_configured_certificate_chosen_by_name_and_replaced_without_a_failed_request(
+    stack: Stack, tmp_path: Path
+) -> None:
+    issuer = Issuer()
+    cert_file, key_file = tmp_path / "public.crt", tmp_path / "public.key"
+    chain, key, first = issuer.issue(HOST, "*.api.provider.test")
+    cert_file.write_bytes(chain)
+    key_file.write_bytes(key)
+    env = {
+        "AP_GATEWAY_TLS_CERT": str(cert_file),
+        "AP_GATEWAY_TLS_KEY": str(key_file),
+        "AP_GATEWAY_TLS_HOSTNAMES": f"{HOST},*.api.provider.test",
+        "AP_GATEWAY_TLS_RELOAD_INTERVAL": "100ms",
+    }
+    with stack.gateway("files", **env) as gateway:
+        client = issuer.client()
+        assert call(gateway.port, client) == Call(200, first)
+        assert call(gateway.port, client, "eu.api.provider.test") == Call(200, first)
+        for name in (None, "other.provider.test", "a.b.api.provider.test"):
+            assert common_name(served_to(gateway.port, name)) == stack.provider
+
+        # an mTLS client asking for the public name keeps its identity: its certificate is
+        # requested there too, and reaches authentication (with a token as well: ambiguous)
+        tenant = (stack.tenant.cert_pem, stack.tenant.key_pem)
+        assert served_to(gateway.port, HOST, tenant).serial_number == first
+        mtls = client_context(*tenant)
+        bearer = "Authorization: Bearer x\r\n"
+        assert call(gateway.port, mtls, HOST, "/lease/1/1/1/status", bearer).status == 400
+        assert (
+            call(gateway.port, client_context(), HOST, "/lease/1/1/1/status", bearer).status == 401
+        )
+
+        with Caller(gateway.port, client) as caller:
+            chain, key, second = issuer.issue(HOST, "*.api.provider.test")
+            key_file.write_bytes(key)  # as `cp` does it: one file, then the other
+            cert_file.write_bytes(chain)
+            eventually_sync(lambda: second in caller.serials(), timeout_s=20, what="the swap")
+        assert caller.failures == []
+        assert {c.status for c in caller.calls} == {200}
+
+        cert_file.write_bytes(b"not a certificate")  # broken: the one served stays
+        eventually_sync(
+            lambda: "the public certificate was not replaced" in gateway.log(),
+            timeout_s=20,
+            what="a warning",
+        )
+        assert call(gateway.port, client) == Call(200, second)
+    assert gateway.log().count(f"{cert_file}: no PEM certificate in it") == 1
+    assert "Traceback" not in gateway.log()
+
+
+def test_a_configured_certificate_missing_at_start_is_one_line(
+    stack: Stack, tmp_path: Path
+) -> None:
+    env = {
+        "AP_GATEWAY_TLS_CERT": str(tmp_path / "none.crt"),
+        "AP_GATEWAY_TLS_KEY": str(tmp_path / "none.key"),
+        "AP_GATEWAY_TLS_HOSTNAMES": HOST,
+    }
+    gateway = stack.gateway("missing", **env)
+    gateway.start(wait_ready=False)
+    assert gateway.process is not None
+    assert gateway.process.wait(60) == 1
+    errors = [
+        json.loads(line)["event"]
+        for line in gateway.log().splitlines()
+        if line.startswith("{") and json.loads(line).get("level") == "error"
+    ]
+    assert errors == [
+        f"no public certificate at {tmp_path / 'none.crt'} and {tmp_path / 'none.key'} "
+        "(AP_GATEWAY_TLS_CERT, AP_GATEWAY_TLS_KEY)"
+    ]
+    assert "Traceback" not in gateway.log()
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"AP_GATEWAY_TLS_CERT": "/x.crt"}, "set both AP_GATEWAY_TLS_CERT and AP_GATEWAY_TLS_KEY"),
+        (
+            {"AP_GATEWAY_TLS_CERT": "/x", "AP_GATEWAY_TLS_KEY": "/y",
+             "AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir", "AP_GATEWAY_TLS_HOSTNAMES": HOST},
+            "from AP_GATEWAY_TLS_CERT/KEY or from ACME",
+        ),
+        ({"AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir"}, "needs AP_GATEWAY_TLS_HOSTNAMES"),
+        (
+            {"AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir", "AP_GATEWAY_TLS_HOSTNAMES": HOST,
+             "AP_GATEWAY_ACME_CHALLENGE": "dns-01"},
+            "dns-01 needs AP_GATEWAY_ACME_DNS_HOOK",
+        ),
+        ({"AP_GATEWAY_TLS_HOSTNAMES": "10.0.0.1"}, "AP_GATEWAY_TLS_HOSTNAMES='10.0.0.1'"),
+        ({"AP_GATEWAY_ACME_CHALLENGE": "http-02"}, "AP_GATEWAY_ACME_CHALLENGE='http-02'"),
+    ],
+)  # fmt: skip
+def test_public_tls_settings_refused_in_one_line(env: dict[str, str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "akgateway"],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
