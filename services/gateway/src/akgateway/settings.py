@@ -4,9 +4,11 @@
 ``AP_PROVIDER_ADDRESS`` (empty: the address the chain relay signs for, read from its status)
 and ``AP_CLUSTER_PUBLIC_HOSTNAME`` mean what they mean in the other services. The rest are
 ours: where the provider's certificate lives, how long bus requests may take, how often the
-on-chain client certificates are read again. The process's own settings
-(``AP_GATEWAY_HEALTH_LISTEN``, logs), ``REDIS_*`` and ``AKBUS_*`` come from the service
-runtime (``python -m akgateway --help`` lists them all).
+on-chain client certificates are read again, and the public certificate: its files
+(``AP_GATEWAY_TLS_CERT``/``KEY``, Akash's ``--gateway-tls-cert``/``--gateway-tls-key``) or ACME
+(``AP_GATEWAY_ACME_*``; Akash's ``--cert-issuer-*``), for ``AP_GATEWAY_TLS_HOSTNAMES``. The
+process's own settings (``AP_GATEWAY_HEALTH_LISTEN``, logs), ``REDIS_*`` and ``AKBUS_*`` come
+from the service runtime (``python -m akgateway --help`` lists them all).
 """
 
 from __future__ import annotations

@@ -86,6 +86,8 @@ class Folder:
 
     def write(self, name: str, data: bytes) -> None:
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(PermissionError):  # a folder made by someone else: theirs
+            self.path.chmod(0o700)
         target = self.path / name
         partial = self.path / f".{name}.partial"
         partial.unlink(missing_ok=True)
