@@ -4,7 +4,7 @@ against Let's Encrypt's test CA ``pebble`` on loopback (its validation authority
 the test hostname to 127.0.0.1 through ``pebble-challtestsrv``'s DNS), with TLS clients that
 trust pebble's root and ask for the public hostname.
 
-Pebble issues certificates valid a few seconds here, so the renewal at two thirds of the
+Pebble issues certificates valid for seconds here, so the renewal at two thirds of the
 lifetime comes within the test, while a client keeps calling the gateway.
 """
 
@@ -101,7 +101,9 @@ class ACME:
     def ca_file(self) -> Path:
         return self.folder / "pebble-https.pem"
 
-    def start(self, validity_s: int) -> None:
+    def start(self, validity_s: int, eab: dict[str, str] | None = None) -> None:
+        """Pebble issuing certificates valid ``validity_s``; ``eab``: the external account
+        binding keys it then requires (kid → HMAC key, base64url)."""
         assert PEBBLE and CHALLTESTSRV, "pebble is not installed: Debian's package `pebble`"
         self.folder.mkdir(parents=True, exist_ok=True)
         cert, key = self_signed("localhost")
@@ -116,7 +118,8 @@ class ACME:
                 "httpPort": self.http_port,
                 "tlsPort": self.tls_port,
                 "ocspResponderURL": "",
-                "externalAccountBindingRequired": False,
+                "externalAccountBindingRequired": bool(eab),
+                "externalAccountMACKeys": eab or {},
                 "certificateValidityPeriod": validity_s,
             }
         }
@@ -338,7 +341,7 @@ def served(gateway: GatewayProcess, context: ssl.SSLContext, timeout: float = 30
 def test_http01_certificate_obtained_served_and_renewed_without_a_failed_request(
     stack: Stack, acme: ACME
 ) -> None:
-    acme.start(validity_s=12)
+    acme.start(validity_s=15)  # renewed after 10 s; the new one is in hand well before 15
     with stack.gateway("http01", **acme_env(acme)) as gateway:
         client = acme.client()
         first = served(gateway, client)
@@ -363,11 +366,15 @@ def test_http01_certificate_obtained_served_and_renewed_without_a_failed_request
     assert "Traceback" not in gateway.log()
 
 
-def test_tls_alpn01_certificate_and_a_restart_serves_it_again_without_an_order(
+def test_tls_alpn01_with_account_binding_and_a_restart_serves_it_again_without_an_order(
     stack: Stack, acme: ACME
 ) -> None:
-    acme.start(validity_s=3600)
-    gateway = stack.gateway("alpn", **acme_env(acme, "tls-alpn-01"))
+    hmac = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"  # pebble's example
+    acme.start(validity_s=3600, eab={"kid-1": hmac})
+    env = acme_env(
+        acme, "tls-alpn-01", AP_GATEWAY_ACME_EAB_KID="kid-1", AP_GATEWAY_ACME_EAB_HMAC=hmac
+    )
+    gateway = stack.gateway("alpn", **env)
     with gateway:
         first = served(gateway, acme.client())
     assert gateway.log().count("ordering a certificate") == 1
@@ -378,7 +385,9 @@ def test_tls_alpn01_certificate_and_a_restart_serves_it_again_without_an_order(
     assert "Traceback" not in gateway.log()
 
 
-def test_dns01_through_the_operators_hook(stack: Stack, acme: ACME, tmp_path: Path) -> None:
+def test_dns01_through_the_operators_hook_after_it_failed_once(
+    stack: Stack, acme: ACME, tmp_path: Path
+) -> None:
     acme.start(validity_s=3600)
     journal = tmp_path / "hook.log"
     hook = tmp_path / "dns-hook"
@@ -386,7 +395,12 @@ def test_dns01_through_the_operators_hook(stack: Stack, acme: ACME, tmp_path: Pa
         f"#!{sys.executable}\n"
         "import json, os, sys, urllib.request\n"
         "action, record, value = sys.argv[1:4]\n"
-        f"open({str(journal)!r}, 'a').write(' '.join([action, record, os.environ['ACME_DOMAIN']]) + '\\n')\n"
+        f"journal = {str(journal)!r}\n"
+        "first = not os.path.exists(journal)\n"
+        "open(journal, 'a').write(' '.join([action, record, os.environ['ACME_DOMAIN']]) + '\\n')\n"
+        "if first:\n"
+        "    sys.exit('the zone is not found')\n"
+        "assert not any(name.startswith('AP_') for name in os.environ)\n"
         "path = '/set-txt' if action == 'add' else '/clear-txt'\n"
         "body = json.dumps({'host': record + '.', 'value': value}).encode()\n"
         f"urllib.request.urlopen('http://127.0.0.1:{acme.dns_admin_port}' + path, body)\n"
@@ -398,9 +412,21 @@ def test_dns01_through_the_operators_hook(stack: Stack, acme: ACME, tmp_path: Pa
     with stack.gateway("dns", **env) as gateway:
         assert served(gateway, acme.client()).status == 200
     assert journal.read_text().splitlines() == [
+        f"add _acme-challenge.{HOST} {HOST}",  # refused: the order fails, tried again
         f"add _acme-challenge.{HOST} {HOST}",
         f"remove _acme-challenge.{HOST} {HOST}",
     ]
+    warnings = [
+        json.loads(line)["event"]
+        for line in gateway.log().splitlines()
+        if line.startswith("{") and json.loads(line).get("level") == "warning"
+        and "ACME" in line
+    ]  # fmt: skip
+    assert warnings == [
+        f"no certificate from the ACME CA: the DNS hook `{hook} add _acme-challenge.{HOST}` "
+        "failed (exit 1): the zone is not found (next try in 1s)"
+    ]
+    assert "Traceback" not in gateway.log()
 
 
 # -- configured files -----------------------------------------------------------------------
@@ -484,6 +510,16 @@ def test_configured_certificate_chosen_by_name_and_replaced_without_a_failed_req
         assert call(gateway.port, client, "eu.api.provider.test") == Call(200, first)
         for name in (None, "other.provider.test", "a.b.api.provider.test"):
             assert common_name(served_to(gateway.port, name)) == stack.provider
+        grpc = issuer.client()  # gRPC's listener too, with its ALPN
+        grpc.set_alpn_protocols(["h2"])
+        with (
+            socket.create_connection(("127.0.0.1", gateway.grpc_port)) as raw,
+            grpc.wrap_socket(raw, server_hostname=HOST) as tls,
+        ):
+            assert tls.selected_alpn_protocol() == "h2"
+            der = tls.getpeercert(binary_form=True)
+            assert der is not None
+            assert x509.load_der_x509_certificate(der).serial_number == first
 
         # an mTLS client asking for the public name keeps its identity: its certificate is
         # requested there too, and reaches authentication (with a token as well: ambiguous)
