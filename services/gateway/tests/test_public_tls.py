@@ -36,7 +36,11 @@ from cryptography.x509.oid import NameOID
 from akbus.embedded import EmbeddedRedis
 from akchain import msgs
 from akdevnet.testing import DevnetProcess
+from akgateway.adapters.acme import AcmeConfig, AcmeIssuer
+from akgateway.adapters.acme_solvers import HTTPChallenges
+from akgateway.adapters.public_tls import PublicTLS
 from akgateway.domain.certificates import common_name
+from akgateway.errors import AcmeError
 from akgateway.testing import (
     GatewayProcess,
     MadeCertificate,
@@ -606,3 +610,35 @@ def test_public_tls_settings_refused_in_one_line(env: dict[str, str], says: str)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- ACME failures, each one line -----------------------------------------------------------
+
+
+def test_acme_failures_are_one_line_each(acme: ACME, tmp_path: Path) -> None:
+    """A CA that cannot reach the challenge, a directory that refuses connections, a URL
+    that is not a directory: :class:`AcmeError` with a sentence, never the library's dump."""
+    acme.start(validity_s=3600)
+    public = PublicTLS([HOST], tmp_path / "cert.pem", tmp_path / "key.pem")
+
+    def failure(directory: str) -> str:
+        config = AcmeConfig(
+            directory=directory, hostnames=(HOST,), folder=tmp_path / "acme", ca_file=acme.ca_file
+        )
+        with pytest.raises(AcmeError) as raised:
+            AcmeIssuer(config, public, http=HTTPChallenges()).obtain()  # nothing serves it
+        return str(raised.value)
+
+    unverified = failure(acme.directory)
+    assert unverified.startswith(f"the CA could not verify {HOST}: http-01: ")
+    assert "\n" not in unverified
+    assert failure(f"http://127.0.0.1:{free_port()}/dir").endswith(": connection refused")
+    assert failure(f"https://127.0.0.1:{acme.admin_port}/nothing") == (
+        f"unexpected answer from the ACME directory https://127.0.0.1:{acme.admin_port}"
+        "/nothing: HTTP 404"
+    )
+    untrusted = AcmeConfig(directory=acme.directory, hostnames=(HOST,), folder=tmp_path / "b")
+    with pytest.raises(
+        AcmeError, match=r"its TLS certificate is not trusted \(AP_GATEWAY_ACME_CA_FILE\)$"
+    ):
+        AcmeIssuer(untrusted, public, http=HTTPChallenges()).obtain()

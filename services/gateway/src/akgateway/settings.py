@@ -13,6 +13,7 @@ from the service runtime (``python -m akgateway --help`` lists them all).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -205,6 +206,15 @@ class GatewaySettings(BaseSettings):
     @classmethod
     def _acme_listen(cls, value: str) -> str:
         listen_address(value)
+        return value
+
+    @field_validator("gateway_acme_directory")
+    @classmethod
+    def _directory(cls, value: str) -> str:
+        if value and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise ValueError(
+                "not an http(s) URL (Let's Encrypt: https://acme-v02.api.letsencrypt.org/directory)"
+            )
         return value
 
     @field_validator("gateway_tls_hostnames")

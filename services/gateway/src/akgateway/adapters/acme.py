@@ -25,6 +25,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -140,10 +141,29 @@ def one_line(exc: BaseException) -> str:
                     why = challb.error.detail or challb.error.typ
                     parts.append(f"{authzr.body.identifier.value}: {challb.chall.typ}: {why}")
         return "the CA could not verify " + "; ".join(parts or ["the hostnames"])
+    if isinstance(exc, acme_errors.TimeoutError):
+        return f"the CA did not finish the order within {ORDER_TIMEOUT:.0f}s"
+    if exc.args and isinstance(exc.args[0], requests.Response):
+        return f"HTTP {exc.args[0].status_code}"
     if isinstance(exc, messages.Error):
         return f"the CA refused: {exc.detail or exc.description or exc.typ}"
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def network_problem(exc: requests.RequestException) -> str:
+    """What went wrong talking to the CA, in the operator's words, not urllib3's."""
+    text = str(exc)
+    if isinstance(exc, requests.exceptions.SSLError):
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return "its TLS certificate is not trusted (AP_GATEWAY_ACME_CA_FILE)"
+        return "TLS failed"
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {NETWORK_TIMEOUT}s"
+    found = re.search(r"\[Errno -?\d+\] ([^\"')(]+)", text)
+    if found:
+        return found.group(1).strip().lower()
+    return one_line(exc)
 
 
 class AcmeIssuer:
@@ -231,10 +251,15 @@ class AcmeIssuer:
             raise AcmeError(one_line(exc)) from None
         except requests.RequestException as exc:
             raise AcmeError(
-                f"cannot talk to the ACME directory {self.config.directory}: {one_line(exc)}"
+                f"cannot talk to the ACME directory {self.config.directory}: {network_problem(exc)}"
             ) from None
-        except (acme_errors.Error, jose.errors.Error, ValueError, KeyError) as exc:
+        except (acme_errors.ValidationError, acme_errors.TimeoutError) as exc:
             raise AcmeError(one_line(exc)) from None
+        except (acme_errors.Error, jose.errors.Error, ValueError, KeyError) as exc:
+            raise AcmeError(
+                f"unexpected answer from the ACME directory {self.config.directory}: "
+                f"{one_line(exc)}"
+            ) from None
         except OSError as exc:
             raise AcmeError(f"{exc.filename or self.folder.path}: {exc.strerror or exc}") from None
 
