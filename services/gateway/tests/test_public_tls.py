@@ -512,7 +512,8 @@ def test_configured_certificate_chosen_by_name_and_replaced_without_a_failed_req
         client = issuer.client()
         assert call(gateway.port, client) == Call(200, first)
         assert call(gateway.port, client, "eu.api.provider.test") == Call(200, first)
-        for name in (None, "other.provider.test", "a.b.api.provider.test"):
+        # no name (an IP address), another name, chain-sdk's name for its mTLS calls
+        for name in (None, "other.provider.test", "a.b.api.provider.test", f"mtls.{HOST}"):
             assert common_name(served_to(gateway.port, name)) == stack.provider
         grpc = issuer.client()  # gRPC's listener too, with its ALPN
         grpc.set_alpn_protocols(["h2"])

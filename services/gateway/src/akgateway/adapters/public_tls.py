@@ -5,15 +5,16 @@ Each listener's TLS context (the tenant API's, gRPC's) keeps the provider's on-c
 certificate; :meth:`PublicTLS.route` gives it an SNI callback that moves a connection asking
 for one of the public hostnames to that listener's *public* context, which holds the public
 certificate (a public CA's chain). Connections that ask for another name, or for none (an
-IP address), keep the on-chain certificate, as Akash's Go gateway does. The public contexts
-request client certificates too and trust the on-chain certificates (they are given to
-:class:`akgateway.adapters.tls.TrustedCertificates` like the others): OpenSSL keeps the
+IP address), keep the on-chain certificate, as Akash's Go gateway does (chain-sdk asks for
+``mtls.<host>`` when it presents a client certificate, the host itself otherwise). The public
+contexts request client certificates too and trust the on-chain certificates (they are given
+to :class:`akgateway.adapters.tls.TrustedCertificates` like the others): OpenSSL keeps the
 connection's verify mode and takes the trust store of the context it moved to, so an mTLS
-client asking for the public name still authenticates with its on-chain certificate (Akash's
-Go gateway requests none there; its clients then need a token).
+client asking for the public name (older chain-sdk releases) still authenticates with its
+on-chain certificate. Akash's Go gateway requests none there.
 
-Swap: a changed pair of files is read once, checked (:func:`akgateway.domain.public_tls.read_pair`),
-tried on a scratch context, and only then loaded into the live public contexts, between two
+Swap: a changed pair of files is read once, checked
+(:func:`akgateway.domain.public_tls.read_pair`), tried on a scratch context, and only then loaded into the live public contexts, between two
 handshakes (all of them run on the event loop, as this does). A handshake already past its
 ClientHello keeps the certificate it was given; the next one gets the new certificate. A pair
 that does not load (a key from another certificate, a file half written) leaves the served
