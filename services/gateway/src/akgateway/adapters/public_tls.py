@@ -14,11 +14,12 @@ client asking for the public name (older chain-sdk releases) still authenticates
 on-chain certificate. Akash's Go gateway requests none there.
 
 Swap: a changed pair of files is read once, checked
-(:func:`akgateway.domain.public_tls.read_pair`), tried on a scratch context, and only then loaded into the live public contexts, between two
-handshakes (all of them run on the event loop, as this does). A handshake already past its
-ClientHello keeps the certificate it was given; the next one gets the new certificate. A pair
-that does not load (a key from another certificate, a file half written) leaves the served
-certificate in place, with one warning per distinct problem.
+(:func:`akgateway.domain.public_tls.read_pair`), tried on a scratch context, and only then
+loaded into the live public contexts, between two handshakes (all of them run on the event
+loop, as this does). A handshake already past its ClientHello keeps the certificate it was
+given; the next one gets the new certificate. A pair that does not load (a key from another
+certificate, a file half written) leaves the served certificate in place, with one warning
+per distinct problem.
 """
 
 from __future__ import annotations
