@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from akgateway.adapters.acme import Folder
+from akgateway.adapters.acme import AcmeConfig, AcmeIssuer, Folder
 from akgateway.adapters.public_tls import PublicTLS
 from akgateway.domain.public_tls import (
     ACME_IDENTIFIER,
@@ -28,7 +28,7 @@ from akgateway.domain.public_tls import (
     retry_after,
     serves,
 )
-from akgateway.errors import PublicCertificateError
+from akgateway.errors import AcmeError, PublicCertificateError
 from akgateway.settings import GatewaySettings
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -202,3 +202,44 @@ def test_acme_files_are_private_and_replaced_whole(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "acme" / "key.pem").stat().st_mode) == 0o600
     assert sorted(p.name for p in (tmp_path / "acme").iterdir()) == ["key.pem"]
     assert folder.read("missing") is None
+
+
+async def test_a_failed_order_is_one_line_and_tried_again_later(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refusal is a warning, a bug an error naming where it was raised; neither stops the
+    gateway: the next order waits twice as long."""
+    public = PublicTLS(["p.example.com"], tmp_path / "c.pem", tmp_path / "k.pem")
+    config = AcmeConfig(
+        directory="https://ca.example/dir",
+        hostnames=("p.example.com",),
+        folder=tmp_path / "acme",
+        retry=60,
+    )
+    issuer = AcmeIssuer(config, public)
+    outcomes: list[Exception] = [AcmeError("the CA refused: too many orders"), ZeroDivisionError()]
+
+    def obtain() -> tuple[bytes, bytes]:
+        raise outcomes.pop(0)
+
+    issuer.obtain = obtain  # type: ignore[method-assign]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> bool:
+        waits.append(seconds)
+        return len(waits) < 2
+
+    with caplog.at_level(logging.INFO):
+        await issuer.run(sleep)
+    assert waits == [60.0, 120.0]
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said[0] == (
+        "WARNING",
+        "no certificate from the ACME CA: the CA refused: too many orders (next try in 1m)",
+    )
+    assert said[1][0] == "ERROR"
+    assert said[1][1].startswith(
+        "no certificate from the ACME CA: unexpected ZeroDivisionError at test_public_tls.py:"
+    )
+    assert said[1][1].endswith("(next try in 2m)")
+    assert len(said) == 2

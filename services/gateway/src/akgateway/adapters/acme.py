@@ -28,6 +28,7 @@ import os
 import re
 import threading
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,13 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def unexpected(exc: BaseException) -> str:
+    """A bug, in one line: the exception and where it was raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"unexpected {type(exc).__name__}{where}: {one_line(exc)}"
+
+
 def network_problem(exc: requests.RequestException) -> str:
     """What went wrong talking to the CA, in the operator's words, not urllib3's."""
     text = str(exc)
@@ -206,14 +214,15 @@ class AcmeIssuer:
             )
             try:
                 await self.renew()
-            except AcmeError as exc:
+            except Exception as exc:  # an order's failure never stops the gateway
                 failures += 1
-                self.error = str(exc)
+                self.error = str(exc) if isinstance(exc, AcmeError) else unexpected(exc)
                 metrics.ACME_ORDERS.labels("failed").inc()
                 delay = retry_after(failures, self.config.retry)
-                log.warning(
+                log.log(
+                    logging.WARNING if isinstance(exc, AcmeError) else logging.ERROR,
                     "no certificate from the ACME CA: %s (next try in %s)",
-                    exc,
+                    self.error,
                     format_duration(delay),
                     extra={"failures": failures},
                 )
