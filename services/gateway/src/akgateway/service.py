@@ -36,7 +36,7 @@ from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable, PublicCertificateError
 from akgateway.handlers import StatusBoard, status_fast_path
 from akgateway.settings import GatewaySettings
-from akservice import Runtime, ServiceSpec
+from akservice import Runtime, ServiceSpec, StartupError
 from akservice.runtime import version_of
 from akservice.settings import listen_address
 from aktypes.events import GatewayStatus
@@ -261,8 +261,11 @@ async def start_acme_solvers(rt: Runtime[GatewaySettings]) -> dict[str, Any]:
     )
 
     settings = rt.settings
-    if settings.gateway_acme_challenge == "dns-01" and settings.gateway_acme_dns_hook:
-        return {"dns": DNSHook(settings.gateway_acme_dns_hook)}  # the settings require one
+    hook = settings.gateway_acme_dns_hook
+    if settings.gateway_acme_challenge == "dns-01" and hook:  # the settings require one
+        if not (hook.is_file() and os.access(hook, os.X_OK)):
+            raise StartupError(f"AP_GATEWAY_ACME_DNS_HOOK={hook}: not an executable file")
+        return {"dns": DNSHook(hook)}
     if settings.gateway_acme_challenge == "tls-alpn-01":
         host, port = listen_address(settings.gateway_acme_tls_listen)
         sock = bind(host, port, "AP_GATEWAY_ACME_TLS_LISTEN")

@@ -15,6 +15,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from pydantic import ValidationError
 
 from akgateway.adapters.acme import AcmeConfig, AcmeIssuer, Folder
 from akgateway.adapters.public_tls import PublicTLS
@@ -30,6 +31,7 @@ from akgateway.domain.public_tls import (
 )
 from akgateway.errors import AcmeError, PublicCertificateError
 from akgateway.settings import GatewaySettings
+from akservice.settings import describe_error
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 
@@ -157,6 +159,43 @@ def test_settings_name_the_public_certificate_and_its_hostnames(tmp_path: Path) 
         }
     )
     assert files.public_files() == (tmp_path / "c", tmp_path / "k")
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"AP_GATEWAY_TLS_CERT": "/x.crt"}, "set both AP_GATEWAY_TLS_CERT and AP_GATEWAY_TLS_KEY"),
+        (
+            {"AP_GATEWAY_TLS_CERT": "/x", "AP_GATEWAY_TLS_KEY": "/y",
+             "AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir", "AP_GATEWAY_TLS_HOSTNAMES": "p.example.com"},
+            "from AP_GATEWAY_TLS_CERT/KEY or from ACME",
+        ),
+        ({"AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir"}, "needs AP_GATEWAY_TLS_HOSTNAMES"),
+        (
+            {"AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir", "AP_GATEWAY_TLS_HOSTNAMES": "p.example.com",
+             "AP_GATEWAY_ACME_CHALLENGE": "dns-01"},
+            "dns-01 needs AP_GATEWAY_ACME_DNS_HOOK",
+        ),
+        ({"AP_GATEWAY_TLS_HOSTNAMES": "10.0.0.1"}, "AP_GATEWAY_TLS_HOSTNAMES='10.0.0.1'"),
+        ({"AP_GATEWAY_ACME_CHALLENGE": "http-02"}, "AP_GATEWAY_ACME_CHALLENGE='http-02'"),
+        ({"AP_GATEWAY_ACME_DIRECTORY": "letsencrypt"}, "AP_GATEWAY_ACME_DIRECTORY='letsencrypt': not an http(s) URL"),
+        (
+            {"AP_GATEWAY_ACME_DIRECTORY": "https://ca/dir", "AP_GATEWAY_TLS_HOSTNAMES": "p.example.com",
+             "AP_GATEWAY_ACME_EAB_KID": "kid-1"},
+            "AP_GATEWAY_ACME_EAB_KID needs AP_GATEWAY_ACME_EAB_HMAC",
+        ),
+    ],
+)  # fmt: skip
+def test_public_tls_settings_refused_in_one_line(
+    env: dict[str, str], says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``python -m akgateway`` prints before it exits 2 (the runtime's rule)."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as raised:
+        GatewaySettings()
+    [line] = describe_error(GatewaySettings, raised.value)
+    assert says in line
 
 
 def test_the_swap_loads_a_new_pair_and_keeps_the_served_one_when_the_new_one_fails(
