@@ -5,8 +5,10 @@ Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain rel
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
 fatal error naming the command that makes it), read every on-chain certificate into the
 TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening) and keep
-the trust store current. The gateway keeps no state: every answer comes from the bus
-(requests to the manifest and cluster services, retained statuses) or the chain.
+the trust store current. With a public certificate configured (its files, or ACME), it is
+served beside the provider's for the public hostnames (:func:`start_public_tls`). The
+gateway keeps no state but ACME's files: every answer comes from the bus (requests to the
+manifest and cluster services, retained statuses) or the chain.
 """
 
 from __future__ import annotations
