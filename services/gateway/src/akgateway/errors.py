@@ -8,6 +8,8 @@ GatewayError
  ├── KubeError              Kubernetes could not be reached or refused a lease stream's request
  ├── LeaseGone              the lease has no namespace here (never deployed, or torn down)
  ├── CertificateRefused     a client certificate is not acceptable (401 with the reason)
+ ├── PublicCertificateError the public certificate's files cannot be used
+ ├── AcmeError              an ACME order failed (tried again later)
  └── ApiError               an answer to a request: status + message
       ├── BadRequest        400  malformed input (path, JSON, manifest shape)
       ├── Unauthorized      401  no or unacceptable credentials
@@ -114,3 +116,13 @@ class BodyTooLarge(HTTPException):
 
 def too_large(limit: int) -> str:
     return f"the request body is over the limit of {limit} bytes"
+
+
+class PublicCertificateError(GatewayError):
+    """The public certificate's files (``AP_GATEWAY_TLS_CERT``/``KEY``) cannot be used; at
+    start fatal, later the certificate served stays."""
+
+
+class AcmeError(GatewayError):
+    """An ACME order did not give a certificate (the CA, a challenge, the DNS hook); the
+    order is tried again later."""

@@ -55,3 +55,15 @@ TENANT_LIMITED = Counter(
     "Websockets refused with 429: the tenant held its limit of websockets or shells",
     ["stream"],
 )
+PUBLIC_CERTIFICATE_NOT_AFTER = Gauge(
+    "provider_gateway_public_certificate_not_after",
+    "When the public certificate served for the public hostnames expires (Unix time; 0: none)",
+)
+PUBLIC_CERTIFICATE_LOADS = Counter(
+    "provider_gateway_public_certificate_loads",
+    "Public certificates read from their files: loaded, or refused (the one served stays)",
+    ["result"],
+)
+ACME_ORDERS = Counter(
+    "provider_gateway_acme_orders", "ACME orders by outcome (issued, failed)", ["result"]
+)

@@ -5,8 +5,10 @@ Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain rel
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
 fatal error naming the command that makes it), read every on-chain certificate into the
 TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening) and keep
-the trust store current. The gateway keeps no state: every answer comes from the bus
-(requests to the manifest and cluster services, retained statuses) or the chain.
+the trust store current. With a public certificate configured (its files, or ACME), it is
+served beside the provider's for the public hostnames (:func:`start_public_tls`). The
+gateway keeps no state but ACME's files: every answer comes from the bus (requests to the
+manifest and cluster services, retained statuses) or the chain.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import logging
 import os
 import secrets
 import ssl
+from typing import Any
 
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import AccountKeys, CertificateLookup, ChainCertificates
 from akgateway.adapters.grpcfront import GRPCFront, PeerCertificates
 from akgateway.adapters.kube import LeaseCluster
+from akgateway.adapters.public_tls import PublicTLS
 from akgateway.adapters.server import HTTPServer, bind
 from akgateway.adapters.tls import TrustedCertificates, server_context
 from akgateway.api.app import create_app
@@ -31,11 +35,12 @@ from akgateway.api.rpc import RPCServer
 from akgateway.buildinfo import build_info
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import renderer
-from akgateway.errors import CertificateFileError, ChainUnavailable
+from akgateway.errors import CertificateFileError, ChainUnavailable, PublicCertificateError
 from akgateway.handlers import StatusBoard, status_fast_path
 from akgateway.settings import GatewaySettings
-from akservice import Runtime, ServiceSpec
+from akservice import Runtime, ServiceSpec, StartupError
 from akservice.runtime import version_of
+from akservice.settings import listen_address
 from aktypes.events import GatewayStatus
 from aktypes.events.streams import SERVICES
 
@@ -68,7 +73,9 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     sock = bind(*settings.listen(), "AP_GATEWAY_LISTEN")  # a busy port fails now, not later
     lcd = await rt.resource(LCDClient(settings.api))
     grpc_context = server_context(settings.certificate_path(address), alpn=("h2",))
-    trusted = TrustedCertificates((context, grpc_context), ChainCertificates(lcd))
+    public = public_tls(settings, context, grpc_context)
+    contexts = (context, grpc_context, *(public.contexts if public else ()))
+    trusted = TrustedCertificates(contexts, ChainCertificates(lcd))
     await rt.wait_for(
         f"the on-chain certificates from {settings.api}", trusted.sync, retry_on=(ChainUnavailable,)
     )
@@ -131,6 +138,8 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     rt.supervise(server.watch(), "http")
     await start_dashboard(rt, board)
     await start_rpc(rt, gateway, grpc_context)
+    if public is not None:
+        await start_public_tls(rt, public)
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
 
@@ -198,6 +207,81 @@ async def start_dashboard(rt: Runtime[GatewaySettings], board: StatusBoard) -> N
         log.info("dashboard: http://%s:%s/", shown, port)
 
 
+def public_tls(
+    settings: GatewaySettings, context: ssl.SSLContext, grpc_context: ssl.SSLContext
+) -> PublicTLS | None:
+    """The public certificate beside the on-chain one on both TLS listeners, if one is
+    configured (its files, or ACME); served once loaded (:func:`start_public_tls`)."""
+    files = settings.public_files()
+    if files is None:
+        return None
+    public = PublicTLS(settings.public_hostnames(), *files, alpns=((), ("h2",)))
+    public.route(context, public.contexts[0])
+    public.route(grpc_context, public.contexts[1])
+    return public
+
+
+async def start_public_tls(rt: Runtime[GatewaySettings], public: PublicTLS) -> None:
+    """Serve the public certificate and follow its files; with ACME, the challenge's
+    listener and the task that orders and renews it."""
+    settings = rt.settings
+    if not settings.gateway_acme_directory:
+        if not public.load():  # what the operator configured must be there at start
+            raise PublicCertificateError(
+                f"no public certificate at {public.cert_file} and {public.key_file} "
+                "(AP_GATEWAY_TLS_CERT, AP_GATEWAY_TLS_KEY)"
+            )
+    else:
+        # imported here: the ACME library (requests, josepy) loads only where ACME is on
+        from akgateway.adapters.acme import AcmeConfig, AcmeIssuer  # noqa: PLC0415
+
+        public.check()  # ACME's own files: missing or unusable, it orders a new pair
+        solvers = await start_acme_solvers(rt)
+        config = AcmeConfig(
+            directory=settings.gateway_acme_directory,
+            hostnames=public.hostnames,
+            folder=settings.acme_dir(),
+            challenge=settings.gateway_acme_challenge,
+            email=settings.gateway_acme_email,
+            ca_file=settings.gateway_acme_ca_file,
+            eab_kid=settings.gateway_acme_eab_kid,
+            eab_hmac=settings.gateway_acme_eab_hmac.get_secret_value(),
+            dns_wait=settings.gateway_acme_dns_wait,
+            retry=settings.gateway_acme_retry_interval,
+        )
+        rt.supervise(AcmeIssuer(config, public, **solvers).run(rt.sleep), "acme")
+    rt.supervise(public.run(settings.gateway_tls_reload_interval, rt.sleep), "public certificate")
+
+
+async def start_acme_solvers(rt: Runtime[GatewaySettings]) -> dict[str, Any]:
+    """What answers the configured ACME challenge: HTTP-01's or TLS-ALPN-01's listener, or
+    DNS-01's hook."""
+    from akgateway.adapters.acme_solvers import (  # noqa: PLC0415 - as AcmeIssuer
+        ALPNChallenges,
+        DNSHook,
+        HTTPChallenges,
+    )
+
+    settings = rt.settings
+    hook = settings.gateway_acme_dns_hook
+    if settings.gateway_acme_challenge == "dns-01" and hook:  # the settings require one
+        if not (hook.is_file() and os.access(hook, os.X_OK)):
+            raise StartupError(f"AP_GATEWAY_ACME_DNS_HOOK={hook}: not an executable file")
+        return {"dns": DNSHook(hook)}
+    if settings.gateway_acme_challenge == "tls-alpn-01":
+        host, port = listen_address(settings.gateway_acme_tls_listen)
+        sock = bind(host, port, "AP_GATEWAY_ACME_TLS_LISTEN")
+        return {"alpn": await rt.resource(ALPNChallenges(sock))}
+    http = HTTPChallenges()
+    host, port = listen_address(settings.gateway_acme_http_listen)
+    sock = bind(host, port, "AP_GATEWAY_ACME_HTTP_LISTEN")
+    server = await rt.resource(
+        HTTPServer(http.app(), None, sock, graceful_s=0.5, name="ACME HTTP-01 listener")
+    )
+    rt.supervise(server.watch(), "acme http-01")
+    return {"http": http}
+
+
 SPEC = ServiceSpec(
     name="gateway",
     title="gateway",
@@ -207,5 +291,5 @@ SPEC = ServiceSpec(
     settings=GatewaySettings,
     health_listen="0.0.0.0:8095",
     start=start,
-    fatal=(CertificateFileError,),
+    fatal=(CertificateFileError, PublicCertificateError),
 )
