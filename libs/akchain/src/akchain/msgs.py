@@ -1,8 +1,9 @@
 """Builders for the messages the provider and the devnet tools send.
 
 Provider: MsgCreateBid, MsgCloseBid, MsgWithdrawLease, bank MsgSend, MsgCreateProvider,
-MsgUpdateProvider. Tenant: MsgCreateDeployment, MsgCreateLease, MsgCloseDeployment,
-MsgCreateCertificate. Auditor: MsgSignProviderAttributes, MsgDeleteProviderAttributes.
+MsgUpdateProvider. Tenant: MsgCreateDeployment, MsgCreateLease, MsgCloseDeployment.
+Both: MsgCreateCertificate, MsgRevokeCertificate. Auditor: MsgSignProviderAttributes,
+MsgDeleteProviderAttributes.
 ``from_command`` turns an :mod:`aktypes.events.tx` command message into its protobuf message.
 """
 
@@ -39,6 +40,7 @@ from aktypes.events import (
     CreateBid,
     CreateCertificate,
     LeaseClosedReason,
+    RevokeCertificate,
     Send,
     TxMsg,
     WithdrawLease,
@@ -185,6 +187,8 @@ def from_command(msg: TxMsg, *, sender: str) -> Message:
         return send(sender, msg.to_address, msg.amount)
     if isinstance(msg, CreateCertificate):
         return create_certificate(sender, msg.cert_pem.encode(), msg.pubkey_pem.encode())
+    if isinstance(msg, RevokeCertificate):
+        return revoke_certificate(sender, msg.serial)
     raise TypeError(f"no protobuf message for {type(msg).__name__}")  # pragma: no cover
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from akchain import msgs
 from akchain._pb.akash.audit.v1 import audit_pb2
+from akchain._pb.akash.cert.v1 import cert_pb2
 from akchain._pb.akash.provider.v1beta4 import provider_pb2
 from akchain.keys import Signer
 from akchain.tx import decode_tx, pack, sign_tx
 from aktypes.attributes import Attribute
+from aktypes.events import BroadcastTx, RevokeCertificate
 from aktypes.testing import address
 
 OWNER = address(1)
@@ -76,3 +81,17 @@ def test_provider_and_audit_messages_are_known_and_survive_a_signed_transaction(
     for packed, original in zip(decoded.messages, sent, strict=True):
         kind = msgs.MESSAGE_TYPES[packed.type_url]
         assert kind.FromString(packed.value) == original
+
+
+def test_a_revoke_certificate_command_revokes_the_senders_certificate_by_serial() -> None:
+    command = BroadcastTx(key="revoke-certificate/42", msgs=[RevokeCertificate(serial="42")])
+    [message] = [msgs.from_command(m, sender=OWNER) for m in command.msgs]
+    assert isinstance(message, cert_pb2.MsgRevokeCertificate)
+    assert (message.id.owner, message.id.serial) == (OWNER, "42")
+    assert pack(message).type_url == "/akash.cert.v1.MsgRevokeCertificate"
+    assert pack(message).type_url in msgs.MESSAGE_TYPES  # the devnet executes it
+
+
+def test_a_revoke_certificate_serial_is_decimal() -> None:
+    with pytest.raises(ValidationError):
+        RevokeCertificate(serial="0x2a")
