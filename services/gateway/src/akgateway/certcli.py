@@ -23,7 +23,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
@@ -33,6 +32,7 @@ from akbus import Bus, ConnectionLost, RedisSettings
 from akchain.errors import ChainError
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import CertificateLookup, provider_host
+from akgateway.adapters.files import write_private
 from akgateway.domain.certificates import (
     SERVER_CERT_DAYS,
     chain_pubkey_pem,
@@ -79,19 +79,6 @@ async def provider_address(settings: GatewaySettings, bus: Bus) -> str:
                 "(python -m akchainsvc), whose status names it"
             )
         await asyncio.sleep(0.2)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` readable by the owner only, replacing ``path`` in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 async def generate(

@@ -55,3 +55,13 @@ TENANT_LIMITED = Counter(
     "Websockets refused with 429: the tenant held its limit of websockets or shells",
     ["stream"],
 )
+CERT_DAYS_LEFT = Gauge(
+    "provider_gateway_certificate_days_left",
+    "Days until the provider's certificate this gateway serves (the on-chain one) expires",
+)
+CERT_RENEWALS = Counter(
+    "provider_gateway_certificate_renewals",
+    "Steps of the provider's certificate renewal taken by this gateway: started, published, "
+    "refused, revoked, revoke_refused",
+    ["step"],
+)

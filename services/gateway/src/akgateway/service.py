@@ -4,9 +4,11 @@ operator's dashboard and the gRPC API (:mod:`akgateway.api.rpc`) on listeners of
 Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain relay's
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
 fatal error naming the command that makes it), read every on-chain certificate into the
-TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening) and keep
-the trust store current. The gateway keeps no state: every answer comes from the bus
-(requests to the manifest and cluster services, retained statuses) or the chain.
+TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening), keep
+the trust store current and renew the provider's certificate before it expires
+(:mod:`akgateway.renewal`). Every answer comes from the bus (requests to the manifest and
+cluster services, retained statuses) or the chain; the only state the gateway keeps is the
+renewal's record.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.handlers import StatusBoard, status_fast_path
+from akgateway.renewal import CertificateRenewal
 from akgateway.settings import GatewaySettings
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import version_of
@@ -69,6 +72,9 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     lcd = await rt.resource(LCDClient(settings.api))
     grpc_context = server_context(settings.certificate_path(address), alpn=("h2",))
     trusted = TrustedCertificates((context, grpc_context), ChainCertificates(lcd))
+    renewal = CertificateRenewal(rt.bus, settings, address, (context, grpc_context), own)
+    await renewal.step()  # a renewed certificate from the record, when it is the later one
+    own = renewal.served
     await rt.wait_for(
         f"the on-chain certificates from {settings.api}", trusted.sync, retry_on=(ChainUnavailable,)
     )
@@ -132,6 +138,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     await start_dashboard(rt, board)
     await start_rpc(rt, gateway, grpc_context)
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
+    rt.supervise(renewal.run(settings.gateway_cert_renew_interval, rt.sleep), "certificate renewal")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
 
 
