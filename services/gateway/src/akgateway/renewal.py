@@ -35,6 +35,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from akbus import Bus, ConnectionLost
 from akbus.records import Change, Records, Snapshot
 from akgateway import metrics
@@ -107,6 +109,11 @@ class CertificateRenewal:
                 failures += 1
                 if failures in (1, 5) or failures % 100 == 0:
                     log.warning("certificate renewal: Redis unreachable", extra={"error": str(exc)})
+                continue
+            except (ValidationError, ssl.SSLError) as exc:  # a record no one can use
+                failures += 1
+                if failures in (1, 5) or failures % 100 == 0:
+                    log.error("certificate renewal: %s", exc)
                 continue
             failures = 0
 
