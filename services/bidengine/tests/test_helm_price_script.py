@@ -10,6 +10,7 @@ outside access seeds it.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from decimal import Decimal, localcontext
 from pathlib import Path
@@ -26,6 +27,7 @@ from aktypes.sdl import parse_sdl
 CORPUS = Path(__file__).parents[3] / "libs/aktypes/tests/data/awesome-akash"
 OWNER = "akash1tenant"
 BLOCKS_A_MONTH = 429909  # the script's
+SHA256 = "48a75c9bc192c3d349c11f7c6b11377df3ceb1de2a0c2da17c313fccd8cf5bd7"
 
 
 def request(denom: str = "uact") -> PriceRequest:
@@ -53,6 +55,7 @@ def rate(usd_per_month: str, usd_per_coin: str = "1") -> Decimal:
 
 def test_the_script_is_akashs_unchanged_and_its_tools_are_here() -> None:
     text = HELM.read_text()
+    assert hashlib.sha256(HELM.read_bytes()).hexdigest() == SHA256  # as its README says
     assert text.startswith("#!/bin/bash\n")
     assert "# curl jq bc mawk ca-certificates" in text  # what it says it needs
     missing = [tool for tool in ("bash", "curl", "jq", "bc", "mawk") if shutil.which(tool) is None]
