@@ -35,8 +35,8 @@ from akdevnet.testing import TEST_PASSPHRASE, DevnetProcess
 from akgateway.renewal import PREFIX
 from akgateway.testing import GatewayProcess, StandIns, client_context, make_certificate
 from akservice.testing import eventually_sync
-from aktypes.events import BroadcastTx, envelope_from_fields
-from aktypes.events.streams import CHAIN_TX
+from aktypes.events import BroadcastTx, TxCommitted, envelope_from_fields
+from aktypes.events.streams import CHAIN_RESULTS, CHAIN_TX
 
 RENEWAL_ENV = {
     "AP_GATEWAY_CERT_RENEW_BEFORE": "48h",
@@ -250,3 +250,81 @@ def test_the_certificate_is_renewed_once_served_by_every_replica_and_the_old_one
     for folder in (first.tls_dir, second.tls_dir):  # a restart serves it from the folder too
         [pem] = folder.glob("*.pem")
         assert str(x509.load_pem_x509_certificate(pem.read_bytes()).serial_number) == new
+
+
+def test_a_step_whose_answer_left_the_results_stream_ends_by_what_the_chain_holds(
+    chain: tuple[str, DevnetProcess, RelayProcess], tmp_path: Path
+) -> None:
+    """The relay answers while no gateway runs, and the answer is trimmed away (retention):
+    the gateway reads the outcome from the chain, for the publication and the revocation."""
+    redis_url, devnet, relay = chain
+    provider = devnet.signer("provider").address
+    gateway = GatewayProcess(
+        redis_url=redis_url,
+        api=devnet.lcd_url,
+        tls_dir=tmp_path / "tls",
+        log_path=tmp_path / "gateway.log",
+        extra_env={**RENEWAL_ENV, "AP_PROVIDER_ADDRESS": provider},
+    )
+    for args in (["generate", "--valid-days", "1"], ["publish"]):
+        done = gateway.cert(*args)
+        assert done.returncode == 0, done.stderr
+    [old] = provider_certificates(devnet.lcd_url, provider)
+    key = PREFIX + provider
+
+    def phase() -> str | None:
+        record, _ = read_bus(redis_url, key)
+        return None if record is None else str(record["phase"])
+
+    def answered_then_trimmed(what: str) -> None:
+        """The relay runs alone until it answered, then every answer is trimmed away."""
+        relay.start()
+        eventually_sync(
+            lambda: what in asyncio.run(result_keys(redis_url)),
+            timeout_s=60,
+            what=f"the relay's answer to {what}",
+        )
+        relay.stop()
+        asyncio.run(drop_results(redis_url))
+
+    relay.stop()
+    with gateway:
+        eventually_sync(lambda: phase() == "publishing", timeout_s=30, what="the renewal started")
+    record, _ = read_bus(redis_url, key)
+    new = str(x509.load_pem_x509_certificate(record["new_cert"].encode()).serial_number)
+    answered_then_trimmed(f"create-certificate/{new}")
+    assert provider_certificates(devnet.lcd_url, provider) == {old: "valid", new: "valid"}
+
+    with gateway:
+        eventually_sync(lambda: phase() == "revoking", timeout_s=30, what="the revocation sent")
+        assert served_serial(gateway.port, client_context())[0] == new
+    answered_then_trimmed(f"revoke-certificate/{old}")
+    assert provider_certificates(devnet.lcd_url, provider) == {old: "revoked", new: "valid"}
+
+    with gateway:
+        eventually_sync(lambda: phase() == "done", timeout_s=30, what="the renewal done")
+        assert served_serial(gateway.port, client_context())[0] == new
+    _, commands = read_bus(redis_url, key)
+    assert [c.key for c in commands] == [
+        f"create-certificate/{old}",
+        f"create-certificate/{new}",
+        f"revoke-certificate/{old}",
+    ]
+
+
+async def drop_results(redis_url: str) -> None:
+    bus = Bus.connect(RedisSettings(url=redis_url), producer="test-renewal")
+    try:
+        await bus.backend.delete(CHAIN_RESULTS)
+    finally:
+        await bus.close()
+
+
+async def result_keys(redis_url: str) -> set[str]:
+    bus = Bus.connect(RedisSettings(url=redis_url), producer="test-renewal")
+    try:
+        entries = await bus.backend.entries(CHAIN_RESULTS)
+    finally:
+        await bus.close()
+    payloads = [envelope_from_fields(e.fields).payload for e in entries]
+    return {p.key for p in payloads if isinstance(p, TxCommitted)}

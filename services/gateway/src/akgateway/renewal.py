@@ -12,14 +12,15 @@ Every ``AP_GATEWAY_CERT_RENEW_INTERVAL`` each replica reads the renewal's record
   writes and the other finds its record; the command is sent once, with the record;
 - ``publishing``: look for the relay's answer on ``akash.provider.chain.results`` (from the
   position the record keeps). Committed: ``serving``. Refused: ``failed``, a new certificate
-  tried after ``AP_GATEWAY_CERT_RENEW_RETRY``;
+  tried after ``AP_GATEWAY_CERT_RENEW_RETRY``. No answer, but the certificate is valid on
+  chain (the answer was trimmed from the stream while no gateway ran): ``serving`` too;
 - published: every replica loads the new certificate into its live TLS contexts (the REST
   API's and gRPC's: later handshakes get it, connections open keep theirs) and writes it to
   ``<AP_GATEWAY_TLS_DIR>/<address>.pem`` when it can (a read-only folder, as a Kubernetes
   Secret: the record is where a restarted replica finds it);
 - ``serving`` for ``AP_GATEWAY_CERT_RENEW_OVERLAP``: ``BroadcastTx{key="revoke-certificate/
   <old serial>"}``, then ``done`` whatever the answer (a refusal is logged: the old
-  certificate may have been revoked by hand).
+  certificate may have been revoked by hand), or once the chain shows it revoked.
 
 The record holds the new certificate's key: whoever can write the provider's Redis can
 already have the chain relay sign anything, so it holds nothing more valuable than that.
@@ -40,6 +41,7 @@ from pydantic import ValidationError
 from akbus import Bus, ConnectionLost
 from akbus.records import Change, Records, Snapshot
 from akgateway import metrics
+from akgateway.adapters.chain import CertificateLookup
 from akgateway.adapters.files import write_private
 from akgateway.domain import renewal as steps
 from akgateway.domain.certificates import (
@@ -48,7 +50,7 @@ from akgateway.domain.certificates import (
     make_server_certificate,
 )
 from akgateway.domain.renewal import Renewal
-from akgateway.errors import CertificateFileError
+from akgateway.errors import CertificateFileError, ChainUnavailable
 from akgateway.settings import GatewaySettings
 from aktypes.events import (
     BroadcastTx,
@@ -86,9 +88,11 @@ class CertificateRenewal:
         contexts: Sequence[ssl.SSLContext],
         served: ProviderCertificate,
         *,
+        chain: CertificateLookup | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.bus = bus
+        self.chain = chain
         self.settings = settings
         self.address = address
         self.contexts = tuple(contexts)
@@ -165,6 +169,8 @@ class CertificateRenewal:
 
     async def _on_publication(self, record: Renewal) -> None:
         result = await self._result(record.publish_key, record.results_after)
+        if result is None and await self._on_chain(record.new_serial) == "valid":
+            result = TxCommitted(key=record.publish_key, tx_hash="-", height=0)
         if result is None:
             return
         now = self.clock()
@@ -202,6 +208,8 @@ class CertificateRenewal:
 
     async def _on_revocation(self, record: Renewal) -> None:
         result = await self._result(record.revoke_key, record.results_after)
+        if result is None and await self._on_chain(record.old_serial) == "revoked":
+            result = TxCommitted(key=record.revoke_key, tx_hash="-", height=0)
         if result is None:
             return
         error = ""
@@ -257,6 +265,18 @@ class CertificateRenewal:
 
     def _gauge(self, now: float) -> None:
         metrics.CERT_DAYS_LEFT.set(steps.days_left(self.served.cert, _utc(now)))
+
+    async def _on_chain(self, serial: str) -> str | None:
+        """The state of the provider's certificate ``serial`` on chain (None: not there, or
+        the node does not answer): how a step ends whose answer left the results stream
+        (kept ``AKBUS_RETENTION_S``) while no gateway ran."""
+        if self.chain is None:
+            return None
+        try:
+            found = await self.chain.find(self.address, serial)
+        except ChainUnavailable:
+            return None
+        return found[0].state if found else None
 
     # -- the chain relay's answers ------------------------------------------------------------
     async def _results_tail(self) -> str:

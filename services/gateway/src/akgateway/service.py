@@ -72,7 +72,14 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     lcd = await rt.resource(LCDClient(settings.api))
     grpc_context = server_context(settings.certificate_path(address), alpn=("h2",))
     trusted = TrustedCertificates((context, grpc_context), ChainCertificates(lcd))
-    renewal = CertificateRenewal(rt.bus, settings, address, (context, grpc_context), own)
+    renewal = CertificateRenewal(
+        rt.bus,
+        settings,
+        address,
+        (context, grpc_context),
+        own,
+        chain=CertificateLookup(lcd, 0),
+    )
     await renewal.step()  # a renewed certificate from the record, when it is the later one
     own = renewal.served
     await rt.wait_for(
