@@ -30,10 +30,12 @@ RUN --mount=type=secret,id=ca_bundle \
     /opt/uv/bin/uv sync --frozen --no-dev --all-packages --no-editable
 
 FROM python AS runtime
-# bubblewrap and a static busybox: kubesim runs a pod's exec in a sandbox made of them
+# bubblewrap and a static busybox: kubesim runs a pod's exec in a sandbox made of them;
+# bash, curl, jq, bc, mawk and ca-certificates: what price scripts need (Akash's Helm
+# price_script_generic.sh, services/bidengine/examples/price_script.sh)
 RUN apt-get update -qq && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      bubblewrap busybox-static && \
+      bubblewrap busybox-static bash curl jq bc mawk ca-certificates && \
     rm -rf /var/lib/apt/lists/*
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/akash akash \
     && mkdir -p /data && chown akash:akash /data

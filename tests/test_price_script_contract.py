@@ -11,11 +11,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from akbidengine.domain.order import record_key
 from akbidengine.domain.pricing import PriceRequest, script_stdin
+from akbidengine.testing import HELM_PRICE_SCRIPT, akt_price
 from akbus import Bus
 from akcli.testing import Provider, sdl, stream
 from akcluster.reservations import RESERVATIONS_KEY
@@ -261,6 +263,31 @@ async def test_the_example_script_prices_corpus_orders_as_it_does_by_hand(
         printed = by_hand.stdout.decode().strip()
         assert (bid.price.denom, bid.price.amount) == ("uact", Dec(printed)), deployment
         assert Dec(printed) > Dec("0.000001")  # a real price, not the precision floor
+    assert not [
+        e for e in await stream(bus, BIDENGINE_EVENTS) if isinstance(e.payload, BidDeclined)
+    ]
+
+
+# -- 8. Akash's own Helm script, unchanged ------------------------------------------------------
+
+
+async def test_akashs_helm_price_script_prices_the_bid(
+    provider: Provider, chain: DevnetClients, bus: Bus
+) -> None:
+    provider.bidengine_env = {
+        "AP_BID_PRICE_STRATEGY": "shellScript",
+        "AP_BID_PRICE_SCRIPT_PATH": str(HELM_PRICE_SCRIPT),
+        "AP_BID_PRICE_SCRIPT_PROCESS_TIMEOUT": "10s",
+    }
+    with akt_price("0.5"):  # its AKT price cache, since the price APIs are out of reach
+        provider.start()
+        deployment = await chain.tenant("tenant-1").deploy(sdl(cpu=2))
+        bid = await our_bid(chain, deployment)
+    # the script's default targets, USD a month: 2 CPU × 1.60 + 0.5 GiB × 0.80 + 1 GiB
+    # ephemeral × 0.02 + 1 endpoint × 0.05 = 3.67, in uact (1 USD = 10⁶ uact) per block
+    # (429 909 blocks a month), to 6 places
+    expected = (Decimal("3.67") * 10**6 / 429909).quantize(Decimal("0.000001"))
+    assert (bid.price.denom, bid.price.amount) == ("uact", Dec(str(expected)))
     assert not [
         e for e in await stream(bus, BIDENGINE_EVENTS) if isinstance(e.payload, BidDeclined)
     ]

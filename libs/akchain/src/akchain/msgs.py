@@ -1,8 +1,9 @@
 """Builders for the messages the provider and the devnet tools send.
 
 Provider: MsgCreateBid, MsgCloseBid, MsgWithdrawLease, bank MsgSend, MsgCreateProvider,
-MsgUpdateProvider. Tenant: MsgCreateDeployment, MsgCreateLease, MsgCloseDeployment,
-MsgCreateCertificate. Auditor: MsgSignProviderAttributes, MsgDeleteProviderAttributes.
+MsgUpdateProvider. Tenant: MsgCreateDeployment, MsgCreateLease, MsgCloseDeployment.
+Both: MsgCreateCertificate, MsgRevokeCertificate. Auditor: MsgSignProviderAttributes,
+MsgDeleteProviderAttributes.
 ``from_command`` turns an :mod:`aktypes.events.tx` command message into its protobuf message.
 """
 
@@ -40,6 +41,7 @@ from aktypes.events import (
     CreateCertificate,
     CreateProvider,
     LeaseClosedReason,
+    RevokeCertificate,
     Send,
     TxMsg,
     UpdateProvider,
@@ -191,6 +193,8 @@ def from_command(msg: TxMsg, *, sender: str) -> Message:
         return create_provider(sender, msg.host_uri, msg.attributes, msg.email, msg.website)
     if isinstance(msg, UpdateProvider):
         return update_provider(sender, msg.host_uri, msg.attributes, msg.email, msg.website)
+    if isinstance(msg, RevokeCertificate):
+        return revoke_certificate(sender, msg.serial)
     raise TypeError(f"no protobuf message for {type(msg).__name__}")  # pragma: no cover
 
 

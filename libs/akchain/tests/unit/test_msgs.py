@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from akchain import msgs
 from akchain._pb.akash.audit.v1 import audit_pb2
+from akchain._pb.akash.cert.v1 import cert_pb2
 from akchain._pb.akash.provider.v1beta4 import provider_pb2
 from akchain.keys import Signer
 from akchain.tx import decode_tx, pack, sign_tx
 from aktypes.attributes import Attribute
+from aktypes.events import BroadcastTx, RevokeCertificate
 from aktypes.testing import address
 
 OWNER = address(1)
@@ -98,3 +103,17 @@ def test_provider_commands_become_the_sender_s_create_and_update_messages() -> N
         OWNER, "https://q.example.com:8443", [], email="ops@example.com", website="w"
     )
     assert isinstance(updated, provider_pb2.MsgUpdateProvider)
+
+
+def test_a_revoke_certificate_command_revokes_the_senders_certificate_by_serial() -> None:
+    command = BroadcastTx(key="revoke-certificate/42", msgs=[RevokeCertificate(serial="42")])
+    [message] = [msgs.from_command(m, sender=OWNER) for m in command.msgs]
+    assert isinstance(message, cert_pb2.MsgRevokeCertificate)
+    assert (message.id.owner, message.id.serial) == (OWNER, "42")
+    assert pack(message).type_url == "/akash.cert.v1.MsgRevokeCertificate"
+    assert pack(message).type_url in msgs.MESSAGE_TYPES  # the devnet executes it
+
+
+def test_a_revoke_certificate_serial_is_decimal() -> None:
+    with pytest.raises(ValidationError):
+        RevokeCertificate(serial="0x2a")

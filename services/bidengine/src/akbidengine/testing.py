@@ -1,12 +1,15 @@
 """Test helpers: the bid engine as a subprocess, and an in-memory chain for unit tests.
 
 ``BidEngineProcess`` runs ``python -m akbidengine`` on a free port with fast timings;
-``MemoryChain`` answers :class:`~akbidengine.adapters.chain.ChainQueries` from dicts.
+``MemoryChain`` answers :class:`~akbidengine.adapters.chain.ChainQueries` from dicts;
+``HELM_PRICE_SCRIPT`` is Akash's Helm price script, run with the AKT price ``akt_price`` seeds.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import fcntl
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,3 +60,26 @@ class MemoryChain:
 
     async def provider(self, address: str) -> ProviderRecord:  # noqa: ARG002 - one provider here
         return self.record
+
+
+# -- Akash's Helm price script ----------------------------------------------------------------
+
+HELM_PRICE_SCRIPT = (
+    Path(__file__).parents[2] / "tests" / "data" / "helm-charts" / "price_script_generic.sh"
+)
+"""Akash's ``price_script_generic.sh``, unchanged (its README says from where)."""
+AKT_PRICE_CACHE = Path("/tmp/aktprice.cache")  # noqa: S108 - the script's own, fixed path
+
+
+@contextlib.contextmanager
+def akt_price(usd: str) -> Iterator[None]:
+    """While the block runs, the Helm script reads ``usd`` as the AKT price: its cache file,
+    written fresh (the script then calls no API). The cache is one file for the machine, so
+    the block holds a lock that other tests seeding it wait for."""
+    with (AKT_PRICE_CACHE.parent / "aktprice.cache.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            AKT_PRICE_CACHE.write_text(usd + "\n")
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

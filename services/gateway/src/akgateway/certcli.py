@@ -22,7 +22,6 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
@@ -32,6 +31,7 @@ from akbus import Bus, ConnectionLost, RedisSettings
 from akchain.errors import ChainError
 from akchain.lcd import LCDClient
 from akgateway.adapters.chain import CertificateLookup, provider_host
+from akgateway.adapters.files import write_private
 from akgateway.domain.certificates import (
     SERVER_CERT_DAYS,
     chain_pubkey_pem,
@@ -65,19 +65,6 @@ async def provider_address(settings: GatewaySettings, bus: Bus) -> str:
             "(python -m akchainsvc), whose status names it"
         )
     return address
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` readable by the owner only, replacing ``path`` in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 async def generate(

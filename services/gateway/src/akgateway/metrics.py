@@ -67,3 +67,13 @@ PUBLIC_CERTIFICATE_LOADS = Counter(
 ACME_ORDERS = Counter(
     "provider_gateway_acme_orders", "ACME orders by outcome (issued, failed)", ["result"]
 )
+CERT_DAYS_LEFT = Gauge(
+    "provider_gateway_certificate_days_left",
+    "Days until the provider's certificate this gateway serves (the on-chain one) expires",
+)
+CERT_RENEWALS = Counter(
+    "provider_gateway_certificate_renewals",
+    "Steps of the provider's certificate renewal taken by this gateway: started, published, "
+    "refused, revoked, revoke_refused",
+    ["step"],
+)

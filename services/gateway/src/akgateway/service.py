@@ -4,11 +4,13 @@ operator's dashboard and the gRPC API (:mod:`akgateway.api.rpc`) on listeners of
 Start: learn the provider's address (``AP_PROVIDER_ADDRESS``, else the chain relay's
 status), load its certificate (``<AP_GATEWAY_TLS_DIR>/<address>.pem``; missing: a one-line
 fatal error naming the command that makes it), read every on-chain certificate into the
-TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening) and keep
-the trust store current. With a public certificate configured (its files, or ACME), it is
-served beside the provider's for the public hostnames (:func:`start_public_tls`). The
-gateway keeps no state but ACME's files: every answer comes from the bus (requests to the
-manifest and cluster services, retained statuses) or the chain.
+TLS trust store, then serve HTTPS on ``AP_GATEWAY_LISTEN`` (ready once listening), keep
+the trust store current and renew the provider's certificate before it expires
+(:mod:`akgateway.renewal`). With a public certificate configured (its files, or ACME), it is
+served beside the provider's for the public hostnames (:func:`start_public_tls`). Every
+answer comes from the bus (requests to the manifest and cluster services, retained
+statuses) or the chain; the only state the gateway keeps is the renewal's record and
+ACME's files.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable, PublicCertificateError
 from akgateway.handlers import StatusBoard, status_fast_path
+from akgateway.renewal import CertificateRenewal
 from akgateway.settings import GatewaySettings
 from akservice import Runtime, ServiceSpec, StartupError
 from akservice.runtime import version_of
@@ -76,6 +79,16 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     public = public_tls(settings, context, grpc_context)
     contexts = (context, grpc_context, *(public.contexts if public else ()))
     trusted = TrustedCertificates(contexts, ChainCertificates(lcd))
+    renewal = CertificateRenewal(
+        rt.bus,
+        settings,
+        address,
+        (context, grpc_context),
+        own,
+        chain=CertificateLookup(lcd, 0),
+    )
+    await renewal.step()  # a renewed certificate from the record, when it is the later one
+    own = renewal.served
     await rt.wait_for(
         f"the on-chain certificates from {settings.api}", trusted.sync, retry_on=(ChainUnavailable,)
     )
@@ -141,6 +154,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     if public is not None:
         await start_public_tls(rt, public)
     rt.supervise(trusted.run(settings.gateway_cert_sync_interval, rt.sleep), "certificates")
+    rt.supervise(renewal.run(settings.gateway_cert_renew_interval, rt.sleep), "certificate renewal")
     log.info("gateway for provider %s", address, extra={"certificate": own.serial})
 
 

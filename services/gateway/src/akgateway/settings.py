@@ -121,6 +121,29 @@ class GatewaySettings(BaseSettings):
         "a one-second burst (a frame counts as at least 1 KiB); faster input waits in the "
         "tenant's own connection (0: no pacing)",
     )
+    gateway_cert_renew_before: Duration = Field(
+        default=720 * 3600.0,
+        ge=0,
+        description="renew the provider's on-chain certificate when it expires within this "
+        "(0: never)",
+    )
+    gateway_cert_renew_validity: Duration = Field(
+        default=8760 * 3600.0, gt=0, description="validity of a renewed certificate"
+    )
+    gateway_cert_renew_overlap: Duration = Field(
+        default=24 * 3600.0,
+        ge=0,
+        description="revoke the previous certificate on chain this long after its successor "
+        "is served",
+    )
+    gateway_cert_renew_interval: Duration = Field(
+        default=60.0, gt=0, description="look at the certificate's renewal this often"
+    )
+    gateway_cert_renew_retry: Duration = Field(
+        default=3600.0,
+        gt=0,
+        description="after the chain refused a renewed certificate, try another this much later",
+    )
 
     gateway_dashboard_listen: str = Field(
         default="127.0.0.1:8446",

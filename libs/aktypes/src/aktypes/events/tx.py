@@ -88,12 +88,21 @@ class UpdateProvider(_Msg):
     website: str = ""
 
 
+class RevokeCertificate(_Msg):
+    """Revoke one of the provider's certificates on chain (Akash ``MsgRevokeCertificate``),
+    by its serial (decimal, as the chain lists it)."""
+
+    type: Literal["revoke_certificate"] = "revoke_certificate"
+    serial: Annotated[str, Field(pattern=r"^[0-9]+$")]
+
+
 TxMsg = Annotated[
     CreateBid
     | CloseBid
     | WithdrawLease
     | Send
     | CreateCertificate
+    | RevokeCertificate
     | CreateProvider
     | UpdateProvider,
     Field(discriminator="type"),

@@ -54,7 +54,7 @@ def make_server_certificate(
     address: str,
     hosts: Sequence[str],
     *,
-    days: int = SERVER_CERT_DAYS,
+    days: float = SERVER_CERT_DAYS,
     now: dt.datetime | None = None,
 ) -> tuple[bytes, bytes]:
     """The provider's certificate and key, PEM: P-256, self-signed, common name ``address``,
