@@ -92,6 +92,8 @@ from aktypes.events.provider import (
 from aktypes.events.status import (
     BalanceStatus,
     BidEngineStatus,
+    CapabilitiesCheck,
+    CapabilityMismatch,
     ChainStatus,
     ClusterStatus,
     GatewayStatus,
@@ -203,6 +205,8 @@ __all__ = [
     "BidPlaced",
     "BidScreened",
     "BroadcastTx",
+    "CapabilitiesCheck",
+    "CapabilityMismatch",
     "ChainEvent",
     "ChainStatus",
     "CheckHostnames",
