@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from aktypes.attributes import Attribute
 from aktypes.events.status import CapabilityMismatch
@@ -40,7 +41,8 @@ GPU = CAPABILITIES + "gpu"
 IP_LEASE_KEYS = ("feat-endpoint-ip", "ip-lease")
 """Keys that say the provider leases IPs: Akash Console's first, which is the one written."""
 RAM = "ram"
-OFFERED, ADVERTISED = "offered_not_advertised", "advertised_not_offered"
+OFFERED: Final[Literal["offered_not_advertised"]] = "offered_not_advertised"
+ADVERTISED: Final[Literal["advertised_not_offered"]] = "advertised_not_offered"
 
 
 def storage_capability_groups(attributes: Sequence[Attribute]) -> list[tuple[Attribute, ...]]:
@@ -90,7 +92,7 @@ class GPUOffer:
     def name(self) -> str:
         return "/".join(p for p in (self.vendor, self.model, self.memory, self.interface) if p)
 
-    def keys(self) -> list[str]:
+    def attribute_keys(self) -> list[str]:
         """The attribute keys that advertise this GPU, every way a tenant may ask for it."""
         base = f"{GPU}/vendor/{self.vendor}/model/{self.model}"
         keys = [base]
@@ -183,12 +185,12 @@ def _storage(offer: Offer, attributes: Sequence[Attribute]) -> list[CapabilityMi
                 "for it get no bid",
             )
         )
-    for (cls, persistent), number in advertised.items():
-        if cls in offer.storage and offer.storage[cls] == persistent:
+    for (cls, said), number in advertised.items():
+        if cls in offer.storage and offer.storage[cls] == said:
             continue
         attrs = {f"{STORAGE}/{number}/class": cls}
-        if persistent is not None:
-            attrs[f"{STORAGE}/{number}/persistent"] = str(persistent).lower()
+        if said is not None:
+            attrs[f"{STORAGE}/{number}/persistent"] = str(said).lower()
         if cls not in offer.storage:
             why = "is not in the inventory"
         else:
@@ -197,7 +199,7 @@ def _storage(offer: Offer, attributes: Sequence[Attribute]) -> list[CapabilityMi
             CapabilityMismatch(
                 direction=ADVERTISED,
                 kind="storage",
-                subject=_storage_subject(cls, persistent),
+                subject=_storage_subject(cls, said),
                 attributes=attrs,
                 message=f"storage class {cls} is advertised but {why}: bids for it cannot "
                 "be placed",
@@ -217,10 +219,10 @@ def _gpus(offer: Offer, attributes: Sequence[Attribute]) -> list[CapabilityMisma
     advertised = [a.key for a in attributes if a.key.startswith(GPU + "/") and a.value == "true"]
     found = []
     for gpu in sorted(offer.gpus):
-        missing = [key for key in gpu.keys() if key not in advertised]
+        missing = [key for key in gpu.attribute_keys() if key not in advertised]
         if not missing:
             continue
-        how = "not advertised" if missing[0] == gpu.keys()[0] else "advertised in part"
+        how = "not advertised" if missing[0] == gpu.attribute_keys()[0] else "advertised in part"
         found.append(
             CapabilityMismatch(
                 direction=OFFERED,
@@ -298,7 +300,7 @@ def capability_attributes(offer: Offer) -> dict[str, str]:
     for number, (cls, persistent) in enumerate(sorted(offer.storage.items()), start=1):
         attrs |= _storage_attributes(number, cls, persistent)
     for gpu in sorted(offer.gpus):
-        attrs |= dict.fromkeys(gpu.keys(), "true")
+        attrs |= dict.fromkeys(gpu.attribute_keys(), "true")
     if offer.ips:
         attrs[IP_LEASE_KEYS[0]] = "true"
     return attrs

@@ -98,7 +98,7 @@ def test_a_class_and_a_gpu_in_the_inventory_but_not_on_chain_are_lost_orders() -
         "capabilities/storage/4/persistent": "true",
     }
     gpu = next(m for m in mismatches if m.kind == "gpu")
-    assert gpu.attributes == dict.fromkeys(H100.keys(), "true")
+    assert gpu.attributes == dict.fromkeys(H100.attribute_keys(), "true")
     assert "no bid" in gpu.message
 
 
@@ -112,7 +112,7 @@ def test_a_class_and_a_gpu_on_chain_but_not_in_the_inventory_are_failed_bids() -
         ("advertised_not_offered", "gpu", "nvidia/rtx4090"),
     }
     h100 = next(m for m in mismatches if m.subject == "nvidia/h100")
-    assert h100.attributes == dict.fromkeys(H100.keys(), "true")
+    assert h100.attributes == dict.fromkeys(H100.attribute_keys(), "true")
     assert all("cannot be placed" in m.message for m in mismatches)
 
 
@@ -125,7 +125,7 @@ def test_a_gpu_advertised_with_other_memory_or_only_in_part() -> None:
     mismatches = compare(offer(pools={}, nodes=0, ips=0), kv(chain))
     offered = next(m for m in mismatches if m.direction == "offered_not_advertised")
     assert "in part" in offered.message
-    assert list(offered.attributes) == A100.keys()[1:]
+    assert list(offered.attributes) == A100.attribute_keys()[1:]
     failed = next(m for m in mismatches if m.direction == "advertised_not_offered")
     assert failed.attributes == {"capabilities/gpu/vendor/nvidia/model/a100/ram/40Gi": "true"}
 
@@ -154,7 +154,9 @@ def test_leased_ips_both_ways() -> None:
         ("offered_not_advertised", "ip_lease", "leased IPs")
     }
     assert compare(offer(gpus=[], pools={}, nodes=0), attrs(**{"ip-lease": "true"})) == []
-    [failed] = compare(offer(gpus=[], pools={}, nodes=0, ips=0), attrs(**{"feat-endpoint-ip": "true"}))
+    [failed] = compare(
+        offer(gpus=[], pools={}, nodes=0, ips=0), attrs(**{"feat-endpoint-ip": "true"})
+    )
     assert (failed.direction, failed.attributes) == (
         "advertised_not_offered", {"feat-endpoint-ip": "true"},
     )  # fmt: skip

@@ -55,6 +55,7 @@ from aktypes.capabilities import gpu_capabilities, storage_capability_groups
 from aktypes.events import DeclineReason
 from aktypes.groupspec import GroupSpec, ResourceUnit
 
+
 @dataclass(frozen=True)
 class ProviderFacts:
     """What the provider is: its address, attributes and auditors' signatures."""
