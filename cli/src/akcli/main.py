@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from akcli import bid, bus, cluster, operator, sdl
+from akcli import bid, bus, cluster, operator, provider_check, sdl
 
 app = typer.Typer(
     name="akash-provider",
@@ -27,6 +27,7 @@ app.add_typer(sdl.app, name="sdl")
 app.add_typer(bus.app, name="bus")
 app.add_typer(bid.app, name="bid")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(provider_check.app, name="provider")
 
 
 @app.command()
