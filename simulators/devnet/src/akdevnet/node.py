@@ -40,7 +40,7 @@ EMBEDDED_OFFER = Offer(
 )
 """What ``akash-provider run`` offers: kubesim's example nodes (simulators/kubesim/examples),
 their ``beta2`` and ``beta3`` pools and the IP operator's pool (akcli.suite); a test keeps
-the two in step (cli/tests/test_embedded_capabilities.py)."""
+the two in step (cli/tests/unit/test_embedded_capabilities.py)."""
 PROVIDER_ATTRIBUTES = {
     "host": "akash",
     "region": "local",
