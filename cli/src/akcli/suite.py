@@ -148,6 +148,7 @@ At a glance (from the streams):
   uv run akash-provider status             (every service's latest status)
   uv run akash-provider orders             (decisions and decline reasons; `leases` likewise)
   uv run akash-provider events --follow    (a readable tail of the streams)
+  uv run akash-provider provider check     (the chain's capabilities against the inventory)
 
 Watch the bids:
   {redis_cli} XRANGE akash.provider.bidengine.events - +
