@@ -1,6 +1,7 @@
 """The operator's dashboard in a real headless Chromium (Debian's), against the whole suite
-(balance and the three operators included): it loads with its token, shows the nodes, a new
-order appears without a reload, and every panel fills, every part of the provider listed.
+(balance and the three operators included): it loads with its token, shows the nodes and
+the capabilities check's differences, a new order appears without a reload, and every panel
+fills, every part of the provider listed.
 
 ``DASHBOARD_SCREENSHOT=docs/dashboard.png`` also saves the screenshot there.
 """
@@ -19,6 +20,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import async_playwright
 
 from akcli.testing import Provider, leased, sdl
+from akdevnet.node import PROVIDER_ATTRIBUTES
 from akdevnet.testing import DevnetClients
 from aktypes.events.streams import SERVICES
 
@@ -41,6 +43,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+# on chain: an h100 the cluster lacks, and no ram class, which it has; beta3 and leased IPs
+# are advertised too (the devnet's default), and this cluster has neither
+ATTRIBUTES = {
+    **{k: v for k, v in PROVIDER_ATTRIBUTES.items() if not k.startswith("capabilities/storage/3/")},
+    "capabilities/gpu/vendor/nvidia/model/h100": "true",
+}
+DIFFERENCES = {
+    ("lost orders", "ram (not persistent)"),
+    ("failed bids", "beta3 (persistent)"),
+    ("failed bids", "nvidia/h100"),
+    ("failed bids", "leased IPs"),
+}
 EVERY_PART_OK = """parts => parts.every(part => [...document.querySelectorAll('#services tr')]
     .some(row => row.cells[0]?.textContent === part && row.cells[1]?.textContent === 'ok'))"""
 
@@ -62,6 +76,7 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
 ) -> None:
     provider.balance_env = {}
     provider.operators = ("hostname", "ip")
+    provider.attributes = ATTRIBUTES
     provider.start()
     gateway = provider.gateway
     base = gateway.dashboard_url
@@ -86,6 +101,19 @@ async def test_the_dashboard_shows_nodes_and_a_new_order_live(
             for name in ("big-a", "big-b", "gpu-a"):
                 await nodes.get_by_text(name, exact=True).wait_for(timeout=30_000)
             await nodes.get_by_text("nvidia/a100/80Gi/sxm", exact=False).wait_for(timeout=5_000)
+            # each difference between the inventory and the chain, on a row of its own
+            shown = page.locator("#capabilities tr", has_text="nvidia/h100")
+            await shown.wait_for(timeout=30_000)
+            rows = await page.locator("#capabilities tr").all_inner_texts()
+            found = {
+                (cells[0], cells[2])
+                for cells in (r.split("\t") for r in rows[1:])
+                if len(cells) >= 3
+            }
+            assert found == DIFFERENCES, rows
+            assert "capabilities/gpu/vendor/nvidia/model/h100=true" in await shown.inner_text()
+            said = await page.locator("#capabilities-state").inner_text()
+            assert said.startswith("4 difference(s) with akash1"), said
             await page.evaluate("window.stillTheSamePage = true")
             [lease] = await leased(provider, tenant, sdl(cpu=0.5))
             order = short(str(lease.order_id))  # addresses are shortened on the page

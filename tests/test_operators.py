@@ -20,6 +20,7 @@ import pytest
 
 from akbus import Bus, RedisSettings
 from akcli.testing import Provider, certified, leased, running, sdl, stream, whole_suite
+from akdevnet.node import PROVIDER_ATTRIBUTES
 from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually, http_status
@@ -32,6 +33,7 @@ from aktypes.sdl import SDL, parse_sdl
 
 NGINX = "nginx.ingress.kubernetes.io"
 SHARED_IP = "metallb.universe.tf/allow-shared-ip"
+RTX4090 = "capabilities/gpu/vendor/nvidia/model/rtx4090"
 SDL_TEXT = """
 version: "2.0"
 endpoints:
@@ -100,6 +102,9 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
             "AP_IP_RETRY": "500ms",
         },
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
+        # the devnet's provider advertises the embedded inventory's GPUs; these nodes have
+        # time-sliced rtx4090s too
+        attributes={**PROVIDER_ATTRIBUTES, RTX4090: "true"},
     ) as provider:
         yield provider
 

@@ -2,6 +2,7 @@
 
 - ``show``: what the chain holds for the provider (host URI, info, attributes), printed in
   ``provider.yaml``'s own format, so it can be saved and edited;
+- ``check``: the capabilities check (:mod:`akcli.provider_check`);
 - ``create FILE`` / ``update FILE``: register the provider, or replace its record, from a
   ``provider.yaml`` in the format of Go's ``provider-services tx provider create|update``
   (:mod:`aktypes.providerconfig`). ``--dry-run`` prints each difference from the chain's
@@ -14,8 +15,10 @@ twice; one that failed, or that was undone since by other means, is sent again o
 repeated. A record already as wanted sends nothing. The result is read back through the
 node's REST API (``--api``, else ``AP_API``).
 
-:func:`register` is the same from code, with ``capabilities`` (``capabilities/*`` keys)
-replacing the record's own capability attributes and keeping every other one.
+``update --sync-capabilities`` replaces the record's capability attributes with the ones
+the cluster's inventory calls for (the capabilities check on the cluster's status,
+:mod:`akcli.provider_check`) and keeps every other one; ``check`` prints that check.
+:func:`register` is the same from code, with ``capabilities``.
 
 The provider's address: ``--address``, else ``AP_PROVIDER_ADDRESS``, else the key store's
 (``AP_KEY_FILE``, no passphrase needed), else the one the relay's status names; ``create``
@@ -44,7 +47,10 @@ from akchain.lcd import LCDClient
 from akchain.models import Provider
 from akcli.bus import RedisUrl, Wait, with_bus
 from akcli.keys import key_store
+from akcli.provider_check import advertised
+from akcli.provider_check import check as check_command
 from akservice.chaintx import NoAnswer, broadcast_once, relay_address
+from aktypes.capabilities import with_capabilities
 from aktypes.events import CreateProvider, TxFailed, UpdateProvider
 from aktypes.providerconfig import (
     Change,
@@ -53,7 +59,6 @@ from aktypes.providerconfig import (
     changes,
     check,
     parse_provider_config,
-    with_capabilities,
 )
 
 T = TypeVar("T")
@@ -82,6 +87,22 @@ Address = Annotated[
 ]
 ConfigFile = Annotated[
     Path, typer.Argument(help="provider.yaml: host, info {email, website}, attributes.")
+]
+UpdateFile = Annotated[
+    Path | None,
+    typer.Argument(
+        help="provider.yaml: host, info {email, website}, attributes (with "
+        "--sync-capabilities it may be left out: the chain's record is the start).",
+        show_default=False,
+    ),
+]
+SyncCapabilities = Annotated[
+    bool,
+    typer.Option(
+        "--sync-capabilities",
+        help="Advertise what the cluster's inventory offers: every capability attribute "
+        "replaced by the ones the capabilities check calls for (`provider check --attributes`).",
+    ),
 ]
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print the difference from the chain; send nothing.")
@@ -166,11 +187,11 @@ async def register(
         raise Refused("no provider.yaml and no record on chain to start from")
     wanted = base
     if capabilities is not None:
-        merged = with_capabilities(base.attributes, capabilities)
-        wanted = base.model_copy(update={"attributes": merged})
         try:
+            merged = with_capabilities(base.attributes, capabilities)
+            wanted = base.model_copy(update={"attributes": merged})
             check(wanted)
-        except ProviderConfigError as exc:
+        except (ProviderConfigError, ValueError) as exc:
             raise Refused(str(exc)) from None
     found = changes(current, wanted)
     if dry_run or not found:
@@ -358,8 +379,9 @@ def create(  # noqa: PLR0917 - typer options
 
 @app.command()
 def update(  # noqa: PLR0917 - typer options
-    config: ConfigFile,
+    config: UpdateFile = None,
     dry_run: DryRun = False,
+    sync_capabilities: SyncCapabilities = False,
     api: Api = None,
     address: Address = None,
     timeout: Timeout = 60.0,
@@ -367,7 +389,14 @@ def update(  # noqa: PLR0917 - typer options
     wait: Wait = 5.0,
 ) -> None:
     """Replace the provider's host URI, attributes and info on chain with provider.yaml's."""
+    if config is None and not sync_capabilities:
+        fail("give provider.yaml, or --sync-capabilities to update the chain's record", code=2)
+    capabilities = advertised(redis_url, wait) if sync_capabilities else None
     change_record(
-        "update", _read_config(config), api=api, address=address, dry_run=dry_run,
-        timeout=timeout, redis_url=redis_url, wait=wait,
+        "update", _read_config(config) if config else None, capabilities=capabilities,
+        api=api, address=address, dry_run=dry_run, timeout=timeout, redis_url=redis_url,
+        wait=wait,
     )  # fmt: skip
+
+
+app.command("check")(check_command)

@@ -36,6 +36,9 @@ GRPC_PORT = 8444
 ROOT = Path(__file__).resolve().parents[3]  # the repository (the workspace is installed editable)
 TEMPLATES = ROOT / "libs" / "aktypes" / "tests" / "data" / "awesome-akash"
 KUBESIM_NODES = ROOT / "simulators" / "kubesim" / "examples" / "nodes.yaml"
+STORAGE_POOLS = "beta2=2Ti,beta3=2Ti"  # AP_INVENTORY_STORAGE
+IP_POOL = "198.51.100.10-198.51.100.19"  # AP_IP_POOL
+# the devnet's provider advertises what these offer (akdevnet.node.EMBEDDED_OFFER)
 PRICES = {  # per block, in the order's denomination; the templates offer 1 000–100 000
     "AP_BID_PRICE_CPU_SCALE": "0.001",
     "AP_BID_PRICE_MEMORY_SCALE": "0.01",
@@ -70,11 +73,11 @@ def run_suite(*, tenants: int, block_time: str, state: Path = STATE) -> int:
     typer.echo("starting the devnet…")
     devnet.start()
     provider = Provider(
-        devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage="beta2=2Ti,beta3=2Ti",
+        devnet, redis_url, logs, nodes=KUBESIM_NODES.read_text(), storage=STORAGE_POOLS,
         scales=PRICES, bidengine_env={"AP_BID_TIMEOUT": "5m"}, gateway_port=GATEWAY_PORT,
         cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "localhost"},
         operators=("hostname", "ip"),  # and the inventory operator, always
-        operator_env={"AP_IP_POOL": "198.51.100.10-198.51.100.19"},
+        operator_env={"AP_IP_POOL": IP_POOL},
         dashboard_port=DASHBOARD_PORT, dashboard_token=secrets.token_urlsafe(16),
         grpc_port=GRPC_PORT,
         balance_env={"AP_LEASE_FUNDS_MONITOR_INTERVAL": "1m", "AP_WITHDRAWAL_PERIOD": "5m"},
@@ -145,6 +148,7 @@ At a glance (from the streams):
   uv run akash-provider status             (every service's latest status)
   uv run akash-provider orders             (decisions and decline reasons; `leases` likewise)
   uv run akash-provider events --follow    (a readable tail of the streams)
+  uv run akash-provider provider check     (the chain's capabilities against the inventory)
 
 Watch the bids:
   {redis_cli} XRANGE akash.provider.bidengine.events - +

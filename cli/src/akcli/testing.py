@@ -98,12 +98,16 @@ class Provider:
     operators: tuple[str, ...] = ()
     operator_env: dict[str, str] = field(default_factory=dict)
     ingress_domain: str = INGRESS_DOMAIN  # generated hostnames' ("": none, HTTP needs hosts)
+    # the provider's on-chain attributes, written before the services start (None: the devnet's)
+    attributes: dict[str, str] | None = None
     processes: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *, clusters: int | None = None) -> Provider:
+        if self.attributes is not None:
+            self.devnet.set_provider_attributes(self.attributes)
         inventory = self.tmp / "nodes.yaml"
         inventory.write_text(self.nodes)
-        cluster_env = {**self.ingress_env(), **self.cluster_env}
+        cluster_env = {**self.ingress_env(), "AP_API": self.devnet.lcd_url, **self.cluster_env}
         if self.backend == "kube":
             kube = KubeSimProcess(self.tmp / "kubesim", None, "--nodes", str(inventory))
             self.processes["kubesim"] = kube

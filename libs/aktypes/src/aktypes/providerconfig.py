@@ -7,14 +7,12 @@ text (``value: 5`` is the attribute value ``"5"``, an empty value is ``""``), a 
 twice is refused. The message is then checked as the chain checks it: an absolute
 ``https`` host URI without a path, attribute keys matching Akash's pattern, each once.
 
-:func:`changes` lists what an update would change on chain; :func:`with_capabilities` is
-the attribute merge of a capabilities sync: every other attribute kept, every
-``capabilities/*`` one replaced.
+:func:`changes` lists what an update would change on chain (the attribute merge of a
+capabilities sync is :func:`aktypes.capabilities.with_capabilities`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -23,8 +21,6 @@ from yaml.nodes import Node
 
 from aktypes.attributes import Attribute, validate_attributes
 from aktypes.sdl.yamlnodes import Reader, YAMLSyntaxError, compose, join
-
-CAPABILITIES_PREFIX = "capabilities/"
 
 
 class ProviderConfigError(ValueError):
@@ -160,15 +156,3 @@ def changes(current: ProviderConfig | None, wanted: ProviderConfig) -> list[Chan
         if before.get(key) != after.get(key)
     )
     return out
-
-
-def with_capabilities(
-    attributes: Sequence[Attribute], capabilities: Mapping[str, str]
-) -> list[Attribute]:
-    """``attributes`` with every ``capabilities/*`` one replaced by ``capabilities`` (keys
-    sorted); the others kept, in their order."""
-    foreign = [k for k in capabilities if not k.startswith(CAPABILITIES_PREFIX)]
-    if foreign:
-        raise ValueError(f"not a capabilities/* attribute: {foreign[0]!r}")
-    kept = [a for a in attributes if not a.key.startswith(CAPABILITIES_PREFIX)]
-    return kept + [Attribute(key=k, value=capabilities[k]) for k in sorted(capabilities)]

@@ -333,6 +333,27 @@ def example_payloads() -> list[ev.Payload]:
             active=[totals],
             public_hostname="provider.example.com",
             kube_version={"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
+            capabilities=ev.CapabilitiesCheck(
+                checked=True,
+                provider=provider,
+                mismatches=[
+                    ev.CapabilityMismatch(
+                        direction="offered_not_advertised",
+                        kind="storage",
+                        subject="beta2 (persistent)",
+                        attributes={
+                            "capabilities/storage/1/class": "beta2",
+                            "capabilities/storage/1/persistent": "true",
+                        },
+                        message="storage class beta2 is in the inventory but not advertised: "
+                        "orders for it get no bid",
+                    )
+                ],
+                advertise={
+                    "capabilities/storage/1/class": "beta2",
+                    "capabilities/storage/1/persistent": "true",
+                },
+            ),
         ),
         ev.ManifestStatus(deployments=2),
         ev.GatewayStatus(websockets=3, shells=1, tenants=2, version="0.1.0"),

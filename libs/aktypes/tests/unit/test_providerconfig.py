@@ -12,7 +12,6 @@ from aktypes.providerconfig import (
     ProviderConfigError,
     changes,
     parse_provider_config,
-    with_capabilities,
 )
 
 SAMPLE = """\
@@ -109,25 +108,3 @@ def test_changes_name_the_host_each_attribute_and_the_info() -> None:
         Change("host", "", None, "https://p.example.com"),
         Change("attribute", "a", None, "1"),
     ]
-
-
-def test_a_capabilities_sync_keeps_the_other_attributes_and_replaces_capabilities() -> None:
-    current = [
-        Attribute(key="region", value="eu"),
-        Attribute(key="capabilities/storage/1/class", value="beta2"),
-        Attribute(key="tier", value="5"),
-        Attribute(key="capabilities/gpu/vendor/nvidia/model/a100", value="true"),
-    ]
-    merged = with_capabilities(
-        current,
-        {"capabilities/storage/1/class": "beta3", "capabilities/storage/1/persistent": "true"},
-    )
-    assert [(a.key, a.value) for a in merged] == [
-        ("region", "eu"),
-        ("tier", "5"),
-        ("capabilities/storage/1/class", "beta3"),
-        ("capabilities/storage/1/persistent", "true"),
-    ]
-    assert [a.key for a in with_capabilities(current, {})] == ["region", "tier"]
-    with pytest.raises(ValueError, match="not a capabilities"):
-        with_capabilities(current, {"region": "us"})

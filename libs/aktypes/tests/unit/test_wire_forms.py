@@ -1261,6 +1261,28 @@ def test_wire_forms_are_pinned() -> None:
                     "pending": [],
                     "public_hostname": "provider.example.com",
                     "kube_version": {"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
+                    "capabilities": {
+                        "checked": True,
+                        "provider": "akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                        "error": "",
+                        "mismatches": [
+                            {
+                                "direction": "offered_not_advertised",
+                                "kind": "storage",
+                                "subject": "beta2 (persistent)",
+                                "attributes": {
+                                    "capabilities/storage/1/class": "beta2",
+                                    "capabilities/storage/1/persistent": "true",
+                                },
+                                "message": "storage class beta2 is in the inventory but not "
+                                "advertised: orders for it get no bid",
+                            }
+                        ],
+                        "advertise": {
+                            "capabilities/storage/1/class": "beta2",
+                            "capabilities/storage/1/persistent": "true",
+                        },
+                    },
                 },
             },
             "manifest.status": {

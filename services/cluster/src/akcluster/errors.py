@@ -8,6 +8,8 @@
     ├── Rejected             a lease's objects refused (a 4xx, a hostname or endpoint already
     │                        claimed): names what and why
     ├── LeaseNotFound        no namespace or Manifest for the lease
+    ├── ChainUnavailable     the node cannot tell the provider's attributes now (the
+    │                        capabilities check keeps what it read last)
     └── MoveRefused          a hostname or endpoint cannot move to the lease asking for it
                              (``invalid``: not in use; ``forbidden``: another tenant's)
 
@@ -47,6 +49,10 @@ class Rejected(ClusterError):
 
 class LeaseNotFound(ClusterError):
     """The lease's namespace or Manifest resource is not in the cluster."""
+
+
+class ChainUnavailable(ClusterError):
+    """The node cannot answer the capabilities check's query now; says which and why."""
 
 
 class MoveRefused(ClusterError):

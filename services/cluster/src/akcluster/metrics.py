@@ -45,3 +45,10 @@ RECOVERED = Counter(
     "Manifest resource without a record), orphans (a lease namespace without either)",
     ["result"],
 )
+CAPABILITY_MISMATCHES = Gauge(
+    "provider_capability_mismatches",
+    "Differences between the inventory and the provider's on-chain capability attributes: "
+    "offered_not_advertised (orders for it get no bid), advertised_not_offered (bids for it "
+    "cannot be placed); kind storage, gpu or ip_lease",
+    ["direction", "kind"],
+)

@@ -9,7 +9,9 @@ memory), reconcile the lease records with what the cluster holds
 ``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
 what ``LeaseClosed`` ends, and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
-retained status. Ingresses and leased-IP Services are the hostname and IP operators' work:
+retained status, with the capabilities check (:mod:`akcluster.capabilities`: the inventory
+against the provider's on-chain capability attributes, computed again whenever either
+changes). Ingresses and leased-IP Services are the hostname and IP operators' work:
 the cluster declares ProviderHosts and ProviderLeasedIPs for them.
 """
 
@@ -21,8 +23,11 @@ import logging
 from typing import Any
 
 from akbus import ConnectionLost
+from akchain.lcd import LCDClient
 from akcluster import metrics
+from akcluster.adapters.chain import ProviderAttributes
 from akcluster.adapters.null import load_inventory
+from akcluster.capabilities import Capabilities, disabled
 from akcluster.deployments import Backend, Deployments, MonitorPolicy
 from akcluster.domain.inventory import GPUModel, Inventory, from_operator
 from akcluster.domain.objects import BuildSettings, crds
@@ -33,6 +38,7 @@ from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
 from akservice.runtime import GC_THRESHOLDS
 from aktypes.events import (
+    CapabilitiesCheck,
     CheckHostnames,
     ClusterStatus,
     GetLeaseManifest,
@@ -46,6 +52,7 @@ from aktypes.events import (
     MigrateHostnames,
     NodeTotals,
     OperatorStatus,
+    ProviderUpdated,
     ReserveResources,
     ResourceTotals,
     ScreenGroup,
@@ -62,7 +69,8 @@ log = logging.getLogger("akcluster")
 
 
 class InventoryView:
-    """The latest inventory, and a signal that it changed."""
+    """The latest inventory, and a signal to compute the status again (set when the
+    inventory, the IP operator's pool or the provider's on-chain attributes changed)."""
 
     def __init__(self, initial: Inventory | None = None) -> None:
         self.current = initial
@@ -87,14 +95,17 @@ class InventoryView:
 
 
 async def follow_operators(
-    rt: Runtime[ClusterSettings], view: InventoryView | None, res: Reservations
+    rt: Runtime[ClusterSettings],
+    view: InventoryView | None,
+    res: Reservations,
+    wake: asyncio.Event | None = None,
 ) -> None:
     """Take what the operators publish on their retained statuses (every replica sees every
     one, a restarted one starts from the latest): each inventory of the inventory operator,
     in order, into ``view`` (None: the inventory is not the operator's), and the size of the
-    IP operator's pool, the leased IPs reservations may offer. The operators publish their
-    latest again now and then, to show they are alive: an inventory generation already
-    taken is skipped."""
+    IP operator's pool, the leased IPs reservations may offer (a change sets ``wake``). The
+    operators publish their latest again now and then, to show they are alive: an inventory
+    generation already taken is skipped."""
     taken: int | None = None
     services = ["ip"] if view is None else ["inventory", "ip"]
     async for service, envelope in rt.bus.follow_statuses(services):
@@ -103,6 +114,8 @@ async def follow_operators(
             capacity = payload.figures.get("capacity")
             if capacity is not None and capacity != res.ips:
                 res.ips = capacity
+                if wake is not None:
+                    wake.set()
                 log.info("leased IPs: %d address(es) in the IP operator's pool", capacity)
         elif view is not None and isinstance(payload, InventoryCluster):
             if payload.generation == taken:
@@ -144,8 +157,8 @@ def _totals(capacity: Any, storage: dict[str, int] | None = None) -> ResourceTot
 
 
 class Status:
-    """The cluster's status from its inventory, reservations and leases; an
-    ``InventoryChanged`` event when the inventory changed."""
+    """The cluster's status from its inventory, reservations and leases, with the
+    capabilities check; an ``InventoryChanged`` event when the inventory changed."""
 
     def __init__(
         self,
@@ -154,9 +167,12 @@ class Status:
         res: Reservations,
         deployments: Deployments,
         kube_version: dict[str, str],
+        *,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.rt, self.view, self.res, self.deployments = rt, view, res, deployments
         self.kube_version = kube_version
+        self.capabilities = capabilities
         self.last_event: InventoryChanged | None = None
 
     async def compute(self) -> ClusterStatus | None:
@@ -207,6 +223,7 @@ class Status:
             pending=held["pending"],
             public_hostname=rt.settings.cluster_public_hostname,
             kube_version=kube_version,
+            capabilities=self._check(inventory),
         )
         metrics.ALLOCATABLE.labels("nodes").set(len(inventory.nodes))
         _export("", allocatable, metrics.ALLOCATABLE)
@@ -226,6 +243,11 @@ class Status:
             metrics.RESERVATIONS.labels("pending", quantity).set(value)
         return status
 
+    def _check(self, inventory: Inventory) -> CapabilitiesCheck:
+        if self.capabilities is None:
+            return disabled()
+        return self.capabilities.check(inventory, self.res.ips)
+
 
 async def start(rt: Runtime[ClusterSettings]) -> None:
     # start-up reads every lease and object back (millions of short-lived objects for ten
@@ -244,7 +266,7 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         ips=0,  # until the IP operator's pool is known
     )
     kube = settings.cluster_backend == "kube"
-    rt.supervise(follow_operators(rt, view if kube else None, res), "operators")
+    rt.supervise(follow_operators(rt, view if kube else None, res, view.changed), "operators")
     backend = _deployment_backend(settings)
     kube_version: dict[str, str] = {}
     if kube:
@@ -299,8 +321,14 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     manifests.add(ManifestReceived, deployments.on_manifest_received)
     chain = rt.subscriber(CHAIN_EVENTS)
     chain.add(LeaseClosed, deployments.on_lease_closed)
+    capabilities = None
+    if settings.cluster_capabilities_check:
+        lcd = await rt.resource(LCDClient(settings.api))
+        capabilities = Capabilities(rt, ProviderAttributes(lcd), view.changed)
+        chain.add(ProviderUpdated, capabilities.on_provider_updated)
+        rt.supervise(capabilities.run(settings.cluster_capabilities_interval), "capabilities")
     rt.supervise(deployments.run(rt.stopping), "deployments")
-    status = Status(rt, view, res, deployments, kube_version)
+    status = Status(rt, view, res, deployments, kube_version, capabilities=capabilities)
     rt.publish_status(status.compute, rt.settings.cluster_status_interval, wake=view.changed)
 
 

@@ -8,6 +8,9 @@ refused when no Ingress could carry the hostnames made from it. The process's ow
 (``AP_CLUSTER_HEALTH_LISTEN``, ``AP_INSTANCE_ID``, logs), ``REDIS_*`` and ``AKBUS_*`` come
 from the service runtime (``python -m akcluster --help`` lists them all).
 
+The capabilities check reads the provider's attributes from the node (``AP_API``, the
+provider ``AP_PROVIDER_ADDRESS`` or the chain relay's), as the bid engine does.
+
 What the operators know is not configured here: the ``kube`` backend's inventory is the
 inventory operator's (``AP_INVENTORY_*``), the leased IPs it may offer are the IP operator's
 pool (``AP_IP_POOL``), and the Ingresses of its hostnames are the hostname operator's
@@ -114,6 +117,22 @@ class ClusterSettings(BaseSettings):
     )
     cluster_deploy_concurrency: int = Field(
         default=8, ge=1, description="leases deployed, checked or torn down at once"
+    )
+    cluster_capabilities_check: bool = Field(
+        default=True,
+        description="compare the inventory with the provider's on-chain capabilities/* "
+        "attributes (on the status, the metric provider_capability_mismatches, the dashboard)",
+    )
+    cluster_capabilities_interval: Duration = Field(
+        default=60.0, gt=0, description="capabilities check: re-read the provider's attributes"
+    )
+    api: str = Field(
+        default="http://localhost:1317",
+        description="capabilities check: Cosmos REST (LCD) of the node",
+    )
+    provider_address: str = Field(
+        default="",
+        description="capabilities check: the provider's account (empty: the chain relay's)",
     )
     monitor_max_retries: int = Field(
         default=40,

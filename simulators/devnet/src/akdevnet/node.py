@@ -29,21 +29,27 @@ from akdevnet.lcd import LCDServer
 from akdevnet.rpc import RPCServer
 from akdevnet.settings import DevnetSettings, http_url, split_listen
 from akdevnet.store import Database
+from aktypes.capabilities import GPUOffer, Offer, capability_attributes
 
 log = logging.getLogger("akdevnet")
 
+EMBEDDED_OFFER = Offer(
+    storage={"beta2": True, "beta3": True, "ram": False},
+    gpus=frozenset({GPUOffer("nvidia", "a100", "80Gi", "sxm")}),
+    ips=10,
+)
+"""What ``akash-provider run`` offers: kubesim's example nodes (simulators/kubesim/examples),
+their ``beta2`` and ``beta3`` pools and the IP operator's pool (akcli.suite); a test keeps
+the two in step (cli/tests/unit/test_embedded_capabilities.py)."""
 PROVIDER_ATTRIBUTES = {
     "host": "akash",
     "region": "local",
     "tier": "community",
     "organization": "akash-provider-devnet",
-    "capabilities/storage/1/class": "beta2",
-    "capabilities/storage/1/persistent": "true",
-    "capabilities/storage/2/class": "ram",
-    "capabilities/storage/2/persistent": "false",
-    "capabilities/gpu/vendor/nvidia/model/a100": "true",
-    "capabilities/gpu/vendor/nvidia/model/rtx4090": "true",
+    **capability_attributes(EMBEDDED_OFFER),
 }
+"""The genesis providers' attributes: the capabilities of what ``akash-provider run``
+offers, so its capabilities check finds nothing to report."""
 AUDITED_ATTRIBUTES = {"host": "akash", "region": "local", "tier": "community"}
 AKASH_AUDITOR = "akash1365yvmc4s7awdyj3n2sav7xfx76adc6dnmlx63"
 """The auditor Akash's SDL templates name in ``signedBy``; it vouches for the devnet's provider."""

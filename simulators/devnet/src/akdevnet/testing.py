@@ -9,6 +9,8 @@ The pytest plugin (:mod:`akdevnet.pytest_plugin`) offers it as the ``devnet`` fi
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import sys
 import urllib.request
@@ -17,6 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from akchain import msgs
 from akchain.keys import Signer
 from akchain.lcd import LCDClient
 from akchain.rpc import RPCClient
@@ -25,6 +28,7 @@ from akdevnet.node import init_home
 from akdevnet.settings import DevnetSettings
 from akdevnet.tenant import Tenant
 from akservice.testing import ServiceProcess, child_environment, eventually_sync, free_port
+from aktypes.attributes import Attribute
 
 TEST_PASSPHRASE = "devnet"  # noqa: S105 - throwaway keys of a test chain
 
@@ -104,6 +108,17 @@ class DevnetProcess(ServiceProcess):
 
         return eventually_sync(reached, timeout_s=timeout, what=f"devnet at height {height}")
 
+    def set_provider_attributes(self, attributes: dict[str, str], name: str = "provider") -> None:
+        """Replace the attributes of provider ``name`` on chain (its host kept), committed
+        when this returns; callable from inside an event loop."""
+
+        async def run() -> None:
+            async with self.clients() as clients:
+                await clients.set_provider_attributes(attributes, name)
+
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, run()).result()
+
     @asynccontextmanager
     async def clients(self) -> AsyncIterator[DevnetClients]:
         """RPC and LCD clients on this devnet, and wallets for its keys."""
@@ -124,3 +139,12 @@ class DevnetClients:
 
     def tenant(self, name: str = "tenant-1") -> Tenant:
         return Tenant(self.wallet(name), self.lcd)
+
+    async def set_provider_attributes(
+        self, attributes: dict[str, str], name: str = "provider"
+    ) -> None:
+        """Replace the attributes of provider ``name`` on chain, its host kept."""
+        wallet = self.wallet(name)
+        current = await self.lcd.provider(wallet.address)
+        listed = [Attribute(key=k, value=v) for k, v in attributes.items()]
+        await wallet.send(msgs.update_provider(wallet.address, current.host_uri, listed))

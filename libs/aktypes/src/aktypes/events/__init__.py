@@ -92,6 +92,8 @@ from aktypes.events.provider import (
 from aktypes.events.status import (
     BalanceStatus,
     BidEngineStatus,
+    CapabilitiesCheck,
+    CapabilityMismatch,
     ChainStatus,
     ClusterStatus,
     GatewayStatus,
@@ -206,6 +208,8 @@ __all__ = [
     "BidPlaced",
     "BidScreened",
     "BroadcastTx",
+    "CapabilitiesCheck",
+    "CapabilityMismatch",
     "ChainEvent",
     "ChainStatus",
     "CheckHostnames",

@@ -42,10 +42,44 @@ class NodeTotals(BaseModel):
     storage_classes: list[str] = Field(default_factory=list)
 
 
+MismatchDirection = Literal["offered_not_advertised", "advertised_not_offered"]
+MismatchKind = Literal["storage", "gpu", "ip_lease"]
+
+
+class CapabilityMismatch(BaseModel):
+    """One difference between what the cluster offers and the provider's on-chain
+    capability attributes (:mod:`aktypes.capabilities`). ``offered_not_advertised``: orders
+    for it get no bid (lost orders); ``advertised_not_offered``: orders for it are bid on
+    and cannot be placed (failed bids). ``attributes`` are the ones missing from the chain,
+    or the ones the chain advertises in vain."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    direction: MismatchDirection
+    kind: MismatchKind
+    subject: str  # "beta3 (persistent)", "nvidia/h100/80Gi/sxm", "leased IPs"
+    attributes: dict[str, str] = Field(default_factory=dict)
+    message: str = ""
+
+
+class CapabilitiesCheck(BaseModel):
+    """The capabilities check on the cluster's status: ``checked`` once the provider's
+    attributes were read from the chain; ``error`` why the last read failed; ``advertise``
+    the capability attributes the current inventory calls for."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    checked: bool = False
+    provider: str = ""
+    error: str = ""
+    mismatches: list[CapabilityMismatch] = Field(default_factory=list)
+    advertise: dict[str, str] = Field(default_factory=dict)
+
+
 class ClusterStatus(Payload):
     """The cluster's retained status: ``leases`` counts deployed leases; ``active`` and
     ``pending`` hold each reservation's resources; ``kube_version`` is the API server's
-    ``/version`` (empty on the null backend)."""
+    ``/version`` (empty on the null backend); ``capabilities`` the capabilities check."""
 
     type: Literal["cluster.status"] = "cluster.status"
     leases: Count
@@ -59,6 +93,7 @@ class ClusterStatus(Payload):
     pending: list[ResourceTotals] = Field(default_factory=list)
     public_hostname: str = ""
     kube_version: dict[str, str] = Field(default_factory=dict)
+    capabilities: CapabilitiesCheck = CapabilitiesCheck()
 
 
 class ManifestStatus(Payload):

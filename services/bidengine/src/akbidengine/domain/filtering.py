@@ -39,6 +39,9 @@ The checks, all against the provider's **on-chain** attributes:
     absent from :attr:`ProviderFacts.audited` signed nothing (Go: "address not found").
 ``invalid_group``
     The chain's own validation (:meth:`GroupSpec.problems`), last as in Go.
+
+The provider's capability attributes are read by :mod:`aktypes.capabilities`, which the
+cluster's capabilities check shares.
 """
 
 from __future__ import annotations
@@ -48,10 +51,9 @@ from dataclasses import dataclass, field
 
 from aktypes import limits
 from aktypes.attributes import Attribute, attribute_subset_of, attributes_subset_of
+from aktypes.capabilities import gpu_capabilities, storage_capability_groups
 from aktypes.events import DeclineReason
 from aktypes.groupspec import GroupSpec, ResourceUnit
-
-_CAPABILITIES = "capabilities/"
 
 
 @dataclass(frozen=True)
@@ -141,31 +143,6 @@ def _placement(group: GroupSpec, facts: ProviderFacts) -> list[DeclineReason]:
         if not any(attribute_subset_of(req, attr) for attr in wanted)
     ]
     return reasons
-
-
-def storage_capability_groups(attributes: Sequence[Attribute]) -> list[tuple[Attribute, ...]]:
-    """Provider storage capability groups, as chain-sdk ``GetCapabilitiesGroup("storage")``."""
-    groups: dict[str, list[Attribute]] = {}
-    for attr in attributes:
-        if not attr.key.startswith(_CAPABILITIES + "storage"):
-            continue
-        parts = attr.key.removeprefix(_CAPABILITIES).split("/")
-        if len(parts) != 3:
-            continue
-        groups.setdefault(parts[1], []).append(Attribute(key=parts[2], value=attr.value))
-    return [tuple(group) for group in groups.values()]
-
-
-def gpu_capabilities(attributes: Sequence[Attribute]) -> tuple[Attribute, ...]:
-    """Provider GPU capabilities, as chain-sdk ``GetCapabilitiesMap("gpu")``."""
-    found = []
-    for attr in attributes:
-        if not attr.key.startswith(_CAPABILITIES + "gpu"):
-            continue
-        parts = attr.key.removeprefix(_CAPABILITIES).split("/")
-        if len(parts) >= 3:
-            found.append(Attribute(key="/".join(parts[1:]), value=attr.value))
-    return tuple(found)
 
 
 def _capabilities(unit: ResourceUnit, provider: Sequence[Attribute]) -> list[DeclineReason]:

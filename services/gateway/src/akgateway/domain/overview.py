@@ -1,6 +1,8 @@
 """What the operator's dashboard shows, as one JSON document: the services' statuses, the
-inventory per node, capacity use over time, orders and bids with their decisions, leases
-with their health, the latest events, and the balance service's figures when it runs.
+inventory per node, the capabilities check (each difference between the inventory and the
+provider's on-chain capability attributes), capacity use over time, orders and bids with
+their decisions, leases with their health, the latest events, and the balance service's
+figures when it runs.
 
 Pure: built from the status board's envelopes, an :class:`aktypes.overview.Overview`
 snapshot and the capacity samples the dashboard keeps.
@@ -16,6 +18,7 @@ from aktypes.events import BalanceStatus, ClusterStatus, Envelope, OperatorStatu
 from aktypes.events.cluster import ResourceTotals
 
 STALE_S = 30.0
+LABELS = {"offered_not_advertised": "lost orders", "advertised_not_offered": "failed bids"}
 
 
 def _percent(used: int, total: int) -> float:
@@ -45,10 +48,36 @@ def _service(envelope: Envelope[Any] | None, now: dt.datetime) -> dict[str, Any]
     figures = payload.model_dump(mode="json", exclude={"type", "nodes", "active", "pending"})
     if isinstance(payload, OperatorStatus):  # what it manages, counted by state
         figures = {**(payload.figures or {"managed": 0}), "last_error": payload.last_error}
+    if isinstance(payload, ClusterStatus) and payload.capabilities.checked:
+        figures["capability_mismatches"] = len(payload.capabilities.mismatches)
     return {
         "state": "stale" if age > STALE_S else "ok",
         "age_s": round(age, 1),
         "figures": {k: v for k, v in figures.items() if not isinstance(v, (dict, list))},
+    }
+
+
+def capabilities(envelope: Envelope[Any] | None) -> dict[str, Any]:
+    """The capabilities check on the cluster's status: whether it ran, why not, and each
+    difference (``lost orders``: in the inventory, not advertised; ``failed bids``: the
+    reverse)."""
+    if envelope is None or not isinstance(envelope.payload, ClusterStatus):
+        return {"checked": False, "error": "the cluster has not reported", "mismatches": []}
+    check = envelope.payload.capabilities
+    return {
+        "checked": check.checked,
+        "provider": check.provider,
+        "error": check.error,
+        "mismatches": [
+            {
+                "difference": LABELS[m.direction],
+                "kind": m.kind.replace("_", " "),
+                "subject": m.subject,
+                "attributes": [f"{k}={v}" for k, v in m.attributes.items()],
+                "message": m.message,
+            }
+            for m in check.mismatches
+        ],
     }
 
 
@@ -97,6 +126,7 @@ def dashboard_view(
         "services": {name: _service(envelope, now) for name, envelope in statuses.items()},
         "nodes": nodes,
         "totals": totals,
+        "capabilities": capabilities(cluster),
         "capacity": list(capacity),
         "earnings": earnings(balance),
         "orders": overview.get("orders", []),

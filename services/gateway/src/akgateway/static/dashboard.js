@@ -132,6 +132,15 @@ function render(view) {
       meter({ ...n.storage_ephemeral, kind: "storage" }, "#6e7681"),
       [n.gpu_model, n.storage_classes.join(", ")].filter(Boolean).join(" · "),
     ]), "no inventory yet");
+  const caps = view.capabilities;
+  const said = document.getElementById("capabilities-state");
+  said.textContent = !caps.checked
+    ? `not checked yet: ${caps.error}`
+    : `${caps.mismatches.length} difference(s) with ${short(caps.provider)}'s on-chain attributes`
+      + (caps.error ? ` (last read kept: ${caps.error})` : "");
+  table("capabilities", ["difference", "kind", "what", "attributes", "why"],
+    caps.mismatches.map((m) => [state(m.difference), m.kind, m.subject, m.attributes.join(" "), m.message]),
+    caps.checked ? "the on-chain capabilities match the inventory" : "—");
   const totals = document.getElementById("totals");
   totals.replaceChildren();
   for (const kind of ["cpu", "memory", "gpu"]) {
