@@ -7,7 +7,9 @@ reported within seconds on the cluster's status, its metric, the dashboard's vie
 The chain side changes through a real ``MsgUpdateProvider``: the re-read interval is ten
 minutes, so only the relay's ``ProviderUpdated`` can bring the change in time. The
 inventory side changes through kubesim's API (a StorageClass created, a node added), as
-the inventory operator watches it.
+the inventory operator watches it. Then an order for beta3 gets no bid (a lost order) until
+``akash-provider provider update --sync-capabilities`` advertises what the inventory has;
+the next one is bid on.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any
 from kubernetes import client, config
 
 from akbus import Bus
-from akcli.testing import Provider
+from akcli.testing import Provider, stream
 from akdevnet.testing import DevnetClients
 from akservice.testing import eventually, http_status
 from aktypes.capabilities import GPUOffer, Offer, capability_attributes
-from aktypes.events import ClusterStatus
+from aktypes.events import BidDeclined, ClusterStatus
+from aktypes.events.streams import BIDENGINE_EVENTS
+from aktypes.sdl import parse_sdl
 from kubesim.cluster import GpuSpec, NodeSpec
 
 NODES = """
@@ -55,6 +59,48 @@ LOST = {
     ("offered_not_advertised", "storage", "beta3 (persistent)"),
     ("offered_not_advertised", "gpu", "nvidia/h100/80Gi/sxm"),
 }
+BETA3_SDL = """
+version: "2.0"
+services:
+  db:
+    image: postgres:16
+    expose:
+      - port: 5432
+        to:
+          - global: true
+    params:
+      storage:
+        data:
+          mount: /var/lib/postgresql/data
+profiles:
+  compute:
+    db:
+      resources:
+        cpu:
+          units: 0.5
+        memory:
+          size: 512Mi
+        storage:
+          - size: 512Mi
+          - name: data
+            size: 1Gi
+            attributes:
+              persistent: true
+              class: beta3
+  placement:
+    dc:
+      attributes:
+        host: akash
+      pricing:
+        db:
+          denom: uact
+          amount: 100000
+deployment:
+  db:
+    dc:
+      profile: db
+      count: 1
+"""
 REACT_S = 30.0  # the chain is re-read every ten minutes here: only the events are this quick
 STATUS = ("capacity", "allocatable", "addresses", "nodeInfo")
 
@@ -93,9 +139,9 @@ def dashboard(provider: Provider) -> set[tuple[str, str, str]]:
     return {(m["difference"], m["kind"], m["subject"]) for m in view["capabilities"]["mismatches"]}
 
 
-def check(provider: Provider) -> subprocess.CompletedProcess[str]:
+def cli(provider: Provider, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "akcli", "provider", "check", "--redis-url", provider.redis_url],
+        [sys.executable, "-m", "akcli", "provider", *args, "--redis-url", provider.redis_url],
         capture_output=True,
         text=True,
         timeout=60,
@@ -103,11 +149,25 @@ def check(provider: Provider) -> subprocess.CompletedProcess[str]:
     )
 
 
+def check(provider: Provider) -> subprocess.CompletedProcess[str]:
+    return cli(provider, "check")
+
+
+async def declines(bus: Bus, dseq: int) -> list[str]:
+    return [
+        f"{reason.code}: {reason.message}"
+        for e in await stream(bus, BIDENGINE_EVENTS)
+        if isinstance(e.payload, BidDeclined) and e.payload.order_id.dseq == dseq
+        for reason in e.payload.reasons
+    ]
+
+
 async def test_differences_both_ways_are_reported_within_seconds_of_a_change(
     provider: Provider, chain: DevnetClients, bus: Bus
 ) -> None:
     provider.nodes = NODES
     provider.storage = "beta2=8Ti,beta3=1Ti"
+    provider.scales["AP_BID_PRICE_STORAGE_SCALE"] = "0.01,beta2=0.02,beta3=0.03"
     provider.cluster_env = {"AP_CLUSTER_CAPABILITIES_INTERVAL": "10m"}
     provider.attributes = {**BASE, **BETA3, **dict.fromkeys(H100.attribute_keys(), "true")}
     provider.start()
@@ -176,3 +236,37 @@ async def test_differences_both_ways_are_reported_within_seconds_of_a_change(
     assert result.returncode == 1
     assert "lost orders: in the inventory, not advertised on chain" in result.stdout
     assert "capabilities/gpu/vendor/nvidia/model/h100=true" in result.stdout
+
+    # an order for beta3 is lost until the chain advertises it; --sync-capabilities does
+    tenant = chain.tenant("tenant-1")
+    me = chain.wallet("provider").address
+    lost = await tenant.deploy(parse_sdl(BETA3_SDL))
+    [reason] = await eventually(
+        lambda: declines(bus, lost.dseq), timeout_s=REACT_S, what="the beta3 order declined"
+    )
+    assert reason.startswith("storage_capability:")
+    assert "matches no provider storage class" in reason
+    api = ("--api", provider.devnet.lcd_url)
+    preview = cli(provider, "update", "--sync-capabilities", "--dry-run", *api)
+    assert preview.returncode == 0, preview.stdout + preview.stderr
+    assert "capabilities/storage/3/class" in preview.stdout
+    assert "not sent (--dry-run)" in preview.stdout
+    synced = cli(provider, "update", "--sync-capabilities", *api)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "provider updated" in synced.stdout
+    on_chain = {a.key: a.value for a in (await chain.lcd.provider(me)).attributes}
+    assert on_chain["host"] == "akash" and on_chain["tier"] == "community"  # the rest kept
+    assert on_chain["capabilities/gpu/vendor/nvidia/model/h100"] == "true"
+    await eventually(
+        lambda: reported(bus), timeout_s=REACT_S, what="the synced attributes", until=set().__eq__
+    )
+    bid_on = await tenant.deploy(parse_sdl(BETA3_SDL))
+
+    async def bid_or_decline() -> tuple[list[Any], list[str]] | None:
+        found = (await tenant.bids(bid_on.dseq, provider=me), await declines(bus, bid_on.dseq))
+        return found if any(found) else None
+
+    bids, declined = await eventually(bid_or_decline, timeout_s=REACT_S, what="a beta3 bid")
+    assert declined == []
+    [bid] = bids
+    assert bid.id.provider == me
