@@ -83,3 +83,19 @@ def test_a_check_that_could_not_run_says_why_in_one_line(redis_url: str) -> None
     assert output.strip().splitlines() == [
         "the capabilities check has not run: provider akash1xyz: LCD unreachable"
     ]
+
+
+def test_a_capabilities_sync_without_a_cluster_status_or_a_file_is_refused_in_one_line(
+    redis_url: str,
+) -> None:
+    result = runner.invoke(app, ["provider", "update", "--redis-url", redis_url])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "akash-provider provider: give provider.yaml, or --sync-capabilities to update the "
+        "chain's record"
+    )
+    sync = ["provider", "update", "--sync-capabilities", "--redis-url", redis_url, "--wait", "2"]
+    result = runner.invoke(app, sync)
+    assert (result.exit_code, result.output.strip()) == (
+        2, "no cluster status: is the cluster service running?",
+    )  # fmt: skip
