@@ -1,5 +1,6 @@
 """Taking over the Go provider's leases: which pod template differences keep Go's template
-(no pod restarts), which roll it, and the generated hostnames kept as Go named them."""
+(no pod restarts), which roll it, the generated hostnames kept as Go named them, and the
+leased IPs kept under Go's names and sharing keys."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ import pytest
 
 from akcluster.adapters.kube_adopt import adopted, go_shaped, same_pods
 from akcluster.domain.leases import lease_hostnames
-from akcluster.domain.objects import BuildSettings, allocation_of, provider_host_objects
+from akcluster.domain.objects import (
+    BuildSettings,
+    allocation_of,
+    provider_host_objects,
+    provider_leased_ip_objects,
+)
 from akcluster.domain.objects.base import SchedulerParams, scheduler_params
-from akcluster.domain.objects.reading import generated_hosts
+from akcluster.domain.objects.custom import go_sharing_key, sharing_key
+from akcluster.domain.objects.reading import generated_hosts, go_endpoints
 from akcluster.domain.objects.workloads import workload
 from akcluster.domain.placement import CommitLevels
 from aktypes.ids import LeaseID
@@ -187,3 +194,56 @@ def test_the_gpu_a_manifest_resource_names_is_the_allocation_again() -> None:
     offers = allocation_of(group, placed)
     assert scheduler_params(group, offers) == placed
     assert scheduler_params(group, ()) != placed  # the SDL alone names two models
+
+
+IP_SDL = """
+version: "2.0"
+services:
+  web:
+    image: nginx:1.27
+    expose:
+      - {port: 8080, as: 80, to: [{global: true, ip: myip}]}
+      - {port: 53, proto: udp, to: [{global: true, ip: myip}]}
+      - {port: 22, to: [{global: true, ip: my_ip}]}
+profiles:
+  compute:
+    web: {resources: {cpu: {units: 0.5}, memory: {size: 128Mi}, storage: {size: 1Gi}}}
+  placement:
+    dc: {pricing: {web: {denom: uakt, amount: 1}}}
+deployment:
+  web: {dc: {profile: web, count: 1}}
+endpoints:
+  myip: {kind: ip}
+  my_ip: {kind: ip}
+"""
+
+
+def test_go_sharing_keys_name_the_owner_and_the_endpoint() -> None:
+    assert go_sharing_key(LEASE, "myip") == f"{LEASE.owner}-ip-myip"
+    # not a DNS label: the first 15 bytes of its SHA-256, base32 (extended hex), lower case
+    assert go_sharing_key(LEASE, "my_ip") == f"{LEASE.owner}-ip-m9fo0a1emsme20vtunjnvqbp"
+
+
+def test_leased_ips_of_endpoints_go_declared_keep_its_names_and_keys() -> None:
+    group = parse_sdl(IP_SDL).manifest.groups[0]
+    key = go_sharing_key(LEASE, "myip")
+    go_declared = [
+        {"metadata": {"name": f"{key}-tcp-80"}, "spec": {"sharing_key": key}},
+        {"metadata": {"name": f"{key}-udp-53"}, "spec": {"sharing_key": key}},
+        {"metadata": {"name": "x"}, "spec": {"sharing_key": sharing_key(LEASE.owner, "my_ip")}},
+    ]
+    adopted_ips = go_endpoints(LEASE, group, go_declared)
+    assert adopted_ips == ["myip"]  # my_ip was declared by ours: it stays ours
+    found = provider_leased_ip_objects(LEASE, group, settings=BuildSettings(), adopted=adopted_ips)
+    named = {o["metadata"]["name"]: o["spec"]["sharing_key"] for o in found}
+    ours_name = next(n for n in named if n.endswith("-web-22-tcp"))
+    assert named == {
+        f"{key}-tcp-80": key,
+        f"{key}-udp-53": key,
+        ours_name: sharing_key(LEASE.owner, "my_ip"),
+    }
+    web = next(o for o in found if o["metadata"]["name"] == f"{key}-tcp-80")["spec"]
+    assert (web["port"], web["external_port"], web["protocol"]) == (8080, 80, "TCP")
+    # nothing adopted: every name and key is ours, as before
+    plain = provider_leased_ip_objects(LEASE, group, settings=BuildSettings())
+    assert not any(o["spec"]["sharing_key"].startswith(LEASE.owner) for o in plain)

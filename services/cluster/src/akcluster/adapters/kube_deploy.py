@@ -293,7 +293,14 @@ class KubeDeployments:
 
     async def provider_hosts(self, lease_id: LeaseID) -> list[dict[str, Any]]:
         """The lease's ProviderHosts (by its labels), whichever provider declared them."""
-        resource = await self._resource(AKASH_API, "ProviderHost")
+        return await self._of_lease(lease_id, "ProviderHost")
+
+    async def provider_leased_ips(self, lease_id: LeaseID) -> list[dict[str, Any]]:
+        """The lease's ProviderLeasedIPs (by its labels), whichever provider declared them."""
+        return await self._of_lease(lease_id, "ProviderLeasedIP")
+
+    async def _of_lease(self, lease_id: LeaseID, kind: str) -> list[dict[str, Any]]:
+        resource = await self._resource(AKASH_API, kind)
         if resource is None:
             return []
         return await self._list(resource, self.manifest_namespace, _lease_selector(lease_id))

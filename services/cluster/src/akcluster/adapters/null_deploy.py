@@ -135,10 +135,16 @@ class NullDeployments:
         return None
 
     async def provider_hosts(self, lease_id: LeaseID) -> list[dict[str, Any]]:
+        return self._of_lease(lease_id, "ProviderHost")
+
+    async def provider_leased_ips(self, lease_id: LeaseID) -> list[dict[str, Any]]:
+        return self._of_lease(lease_id, "ProviderLeasedIP")
+
+    def _of_lease(self, lease_id: LeaseID, wanted: str) -> list[dict[str, Any]]:
         return [
             copy.deepcopy(obj)
             for (kind, _, _), obj in sorted(self.objects.items())
-            if kind == "ProviderHost" and lease_id_of(obj) == lease_id
+            if kind == wanted and lease_id_of(obj) == lease_id
         ]
 
     def scan(self) -> NullScan:

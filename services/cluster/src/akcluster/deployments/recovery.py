@@ -5,8 +5,9 @@ the cluster's, read with one LIST per kind (:meth:`~akcluster.deployments.ports.
 and only a lease whose objects differ is deployed again. A Manifest resource without a
 record (a provider moved from Akash's, or Redis lost) gets one: the group and GPUs the
 resource names, and the generated hostnames of the lease's ProviderHosts, kept as they are
-named (the Go provider's ingress domain may not be this cluster's). A lease namespace with
-neither is torn down.
+named (the Go provider's ingress domain may not be this cluster's), and the leased-IP
+endpoints its ProviderLeasedIPs declare under Go's sharing key, kept under it (their
+addresses stay). A lease namespace with neither is torn down.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from akcluster.domain.objects import (
     group_from_manifest_object,
     scheduler_params_from_manifest_object,
 )
-from akcluster.domain.objects.reading import generated_hosts
+from akcluster.domain.objects.reading import generated_hosts, go_endpoints
 from akcluster.registry import Holders, names_kept
 from aktypes.events import ResourceOffer
 from aktypes.ids import LeaseID
@@ -92,8 +93,12 @@ class Recovery:
             closed = await self.records.get(str(lease_id))
             if closed is None:
                 hosts = generated_hosts(group, await self.backend.provider_hosts(lease_id))
+                ips = go_endpoints(
+                    lease_id, group, await self.backend.provider_leased_ips(lease_id)
+                )
                 params = scheduler_params_from_manifest_object(resource)
-                await self._adopt(lease_id, group, version, hosts, allocation_of(group, params))
+                allocated = allocation_of(group, params)
+                await self._adopt(lease_id, group, version, (hosts, ips), allocated)
                 counts["adopted"] += 1
             elif closed.state == "closed":  # closed here: the resource is a leftover
                 await self._queue_teardown(lease_id, group, version)
@@ -139,13 +144,15 @@ class Recovery:
         lease_id: LeaseID,
         group: Group,
         version: str,
-        hosts: dict[str, str],
+        names: tuple[dict[str, str], list[str]],
         allocated: list[ResourceOffer],
     ) -> None:
         """A record for a lease found only in Kubernetes, deployed next: its group, the
-        generated hostnames its ProviderHosts name (``hosts``, kept as they are) and a
-        reservation on the GPUs its Manifest resource says it runs on (``allocated``)."""
+        generated hostnames its ProviderHosts name and the endpoints its ProviderLeasedIPs
+        key as Go's (``names``, kept as they are) and a reservation on the GPUs its Manifest
+        resource says it runs on (``allocated``)."""
         now = self.clock()
+        hosts, endpoints = names
 
         def adopt(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
             if before is not None:
@@ -156,15 +163,17 @@ class Recovery:
                 version=version,
                 recovered=True,
                 adopted_hosts=hosts,
+                adopted_endpoints=endpoints,
             )
             return stamped(adopted, self.clock, due=now)
 
         log.info(
             "lease %s: adopted from its Manifest resource (%d service(s), %d generated "
-            "hostname(s) kept)",
+            "hostname(s) and %d leased-IP endpoint(s) kept)",
             lease_id,
             len(group.services or ()),
             len(hosts),
+            len(endpoints),
             extra={"lease_id": str(lease_id)},
         )
         await self.records.update(str(lease_id), adopt, absent=True)

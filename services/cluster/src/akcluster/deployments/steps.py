@@ -295,7 +295,13 @@ def desired_objects(
         *provider_host_objects(
             lease_id, group, settings=build, withheld=withheld, adopted=record.adopted_hosts
         ),
-        *provider_leased_ip_objects(lease_id, group, settings=build, withheld=withheld_endpoints),
+        *provider_leased_ip_objects(
+            lease_id,
+            group,
+            settings=build,
+            withheld=withheld_endpoints,
+            adopted=record.adopted_endpoints,
+        ),
     ]
 
 

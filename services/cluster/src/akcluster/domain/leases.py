@@ -72,6 +72,9 @@ class LeaseRecord(BaseModel):
     # generated hostnames a lease taken over from the Go provider had (hostname -> service):
     # routed as it named them, whatever this cluster's ingress domain
     adopted_hosts: dict[str, str] = Field(default_factory=dict)
+    # leased-IP endpoints it had: their ProviderLeasedIPs keep Go's names and sharing key,
+    # so the addresses MetalLB gave them stay
+    adopted_endpoints: list[str] = Field(default_factory=list)
     message: str = ""
     updated_at: float = 0.0
 

@@ -4,13 +4,18 @@ leased-IP port, and the CRDs themselves.
 ProviderHosts tell the hostname operator which lease owns a hostname (name = hostname, in
 the manifest namespace, Akash's spec). ProviderLeasedIPs tell the IP operator which ports of
 which service to expose on the owner's endpoint; ports of one owner's endpoint share one
-address through their ``sharing_key``. The CRDs (``manifests``, ``providerhosts`` and
-``providerleasedips`` of ``akash.network``) ship with the package as Akash's YAML.
+address through their ``sharing_key``. A lease taken over from the Go provider keeps Go's
+names and sharing keys for the endpoints it had (:func:`go_sharing_key`), so the IP
+operator finds the LoadBalancer Services Go's made, and their addresses, already there.
+The CRDs (``manifests``, ``providerhosts`` and ``providerleasedips`` of ``akash.network``)
+ship with the package as Akash's YAML.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
 from collections.abc import Collection, Mapping
 from importlib import resources
 
@@ -61,15 +66,31 @@ def sharing_key(owner: str, endpoint: str) -> str:
     return "ip-" + hashlib.sha256(f"{owner}/{endpoint}".encode()).hexdigest()[:20]
 
 
+_GO_ENDPOINT = re.compile(r"[a-z\d\-]+")
+
+
+def go_sharing_key(lease_id: LeaseID, endpoint: str) -> str:
+    """The Go provider's sharing key of an owner's endpoint: ``<owner>-ip-<endpoint>``, the
+    endpoint name replaced by a base32 digest of it when it is not a DNS label."""
+    name = endpoint
+    if not _GO_ENDPOINT.fullmatch(endpoint):
+        digest = hashlib.sha256(endpoint.encode()).digest()[:15]
+        name = base64.b32hexencode(digest).decode().lower()  # 15 bytes: no padding
+    return f"{lease_id.owner}-ip-{name}"
+
+
 def provider_leased_ip_objects(
     lease_id: LeaseID,
     group: Group,
     *,
     settings: BuildSettings,
     withheld: Collection[str] = (),
+    adopted: Collection[str] = (),
 ) -> list[Obj]:
     """A ProviderLeasedIP per port exposed on a leased-IP endpoint, except on endpoints
-    ``withheld`` (another lease of the owner holds them)."""
+    ``withheld`` (another lease of the owner holds them). Those on an endpoint ``adopted``
+    from the Go provider are named and keyed as Go's (``<sharing key>-<protocol>-<external
+    port>``, :func:`go_sharing_key`): the very resources Go declared."""
     lease = hashlib.sha256(str(lease_id).encode()).hexdigest()[:12]
     found: list[Obj] = []
     for service in group.services or ():
@@ -77,15 +98,17 @@ def provider_leased_ip_objects(
             if not expose.ip or expose.ip in withheld:
                 continue
             proto = "UDP" if expose.proto == "UDP" else "TCP"
+            if expose.ip in adopted:
+                key = go_sharing_key(lease_id, expose.ip)
+                name = f"{key}-{proto}-{expose.effective_external_port}".lower()
+            else:
+                key = sharing_key(lease_id.owner, expose.ip)
+                name = f"{lease}-{service.name}-{expose.port}-{proto.lower()}"
             found.append(
                 {
                     "apiVersion": API_VERSION,
                     "kind": "ProviderLeasedIP",
-                    "metadata": metadata(
-                        f"{lease}-{service.name}-{expose.port}-{proto.lower()}",
-                        lease_labels(lease_id),
-                        settings.manifest_namespace,
-                    ),
+                    "metadata": metadata(name, lease_labels(lease_id), settings.manifest_namespace),
                     "spec": {
                         "lease_id": {
                             "owner": lease_id.owner,
@@ -98,7 +121,7 @@ def provider_leased_ip_objects(
                         "port": expose.port,
                         "external_port": expose.effective_external_port,
                         "protocol": proto,
-                        "sharing_key": sharing_key(lease_id.owner, expose.ip),
+                        "sharing_key": key,
                     },
                 }
             )

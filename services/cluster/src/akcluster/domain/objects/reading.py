@@ -18,6 +18,7 @@ from akcluster.domain.objects.base import (
     LEASE_OWNER,
     LEASE_PROVIDER,
 )
+from akcluster.domain.objects.custom import go_sharing_key
 from aktypes.errors import InvalidIDError
 from aktypes.ids import LeaseID
 from aktypes.manifest import Group
@@ -66,6 +67,21 @@ def generated_hosts(group: Group, provider_hosts: Iterable[Mapping[str, Any]]) -
         if host and service and host not in accepted:
             found[host] = service
     return dict(sorted(found.items()))
+
+
+def go_endpoints(
+    lease_id: LeaseID, group: Group, leased_ips: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """The group's leased-IP endpoints that ProviderLeasedIPs (of the lease) declare under
+    the Go provider's sharing key: those Go exposed, whose addresses stay as Go keyed them."""
+    keys = {str((obj.get("spec") or {}).get("sharing_key") or "") for obj in leased_ips}
+    endpoints = {
+        expose.ip
+        for service in group.services or ()
+        for expose in service.expose or ()
+        if expose.ip and go_sharing_key(lease_id, expose.ip) in keys
+    }
+    return sorted(endpoints)
 
 
 def ingress_routes(ingress: Mapping[str, Any]) -> list[tuple[str, str]]:
