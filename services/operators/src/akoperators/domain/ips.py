@@ -7,6 +7,10 @@ lease's namespace, selects the service's pods, and carries
 endpoint lands on one address (MetalLB shares an address between Services with the same
 key), plus ``metallb.universe.tf/address-pool`` when a pool is named. One address is used
 per sharing key; the pool's capacity is the number of addresses configured.
+
+A Service Akash's operator made (a lease taken over from the Go provider) has the same name
+and sharing key but another port name and selector: it already exposes the port
+(:func:`serves`), so it is kept as it is, and with it the address MetalLB gave it.
 """
 
 from __future__ import annotations
@@ -120,6 +124,44 @@ def load_balancer(exposure: Exposure, *, pool: str = "", lease_labels: Mapping[s
             ],
         },
     }
+
+
+def sharing_key_of(service: Mapping[str, Any]) -> str:
+    """The sharing key of a LoadBalancer Service: its label (ours), else its MetalLB
+    annotation (Akash's operator sets no label)."""
+    meta = service.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    return str(labels.get(SHARING_LABEL) or annotations.get(SHARED_IP) or "")
+
+
+def serves(service: Mapping[str, Any] | None, exposure: Exposure) -> bool:
+    """Whether an existing Service already exposes ``exposure`` as :func:`load_balancer`
+    would: a LoadBalancer with its sharing key and its one port (number, target, protocol),
+    selecting the service's pods (Akash's operator selects without the namespace label)."""
+    if service is None:
+        return False
+    spec = service.get("spec") or {}
+    ports = spec.get("ports") or []
+    selector = spec.get("selector") or {}
+    wanted = {
+        "akash.network": "true",
+        "akash.network/namespace": exposure.namespace,
+        MANIFEST_SERVICE: exposure.service,
+    }
+    if (
+        spec.get("type") != "LoadBalancer"
+        or len(ports) != 1
+        or sharing_key_of(service) != exposure.sharing_key
+        or selector.get(MANIFEST_SERVICE) != exposure.service
+        or any(wanted.get(k) != v for k, v in selector.items())
+    ):
+        return False
+    [port] = ports
+    return (port.get("port"), port.get("targetPort"), port.get("protocol") or "TCP") == (
+        exposure.external_port,
+        exposure.port,
+        exposure.protocol,
+    )
 
 
 def pool_size(text: str) -> int:

@@ -6,6 +6,8 @@ IP endpoint (in ``AP_K8S_MANIFEST_NS``); with kopf this operator:
 
 - makes (or brings back) the LoadBalancer Service for it, created, changed or found at
   start, with the sharing key that puts every port of one owner's endpoint on one address;
+  one that already exposes the port (Akash's operator made it, for a lease taken over from
+  the Go provider) keeps its spec, and so its address: only labels are added;
 - refuses a new sharing key when every address of ``AP_IP_POOL`` is in use (the status says
   ``pending``; it is tried again every ``AP_IP_RETRY``), where Akash let MetalLB leave the
   Service without an address;
@@ -14,7 +16,8 @@ IP endpoint (in ``AP_K8S_MANIFEST_NS``); with kopf this operator:
 ``/v1/pool`` answers ``{"capacity", "in_use", "available", "sharing_keys"}``; the retained
 status (``akash.provider.ip.status``) carries the same figures, and the cluster service
 takes its leased-IP capacity from it. The pool's use is counted from the Services
-themselves, watched, so a restarted operator counts the same.
+themselves (their sharing key: our label, else MetalLB's annotation, as Akash's operator
+left it), watched, so a restarted operator counts the same.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from akoperators.adapters.kube import Kube
 from akoperators.domain.ips import (
     METAL_LB,
     SERVICE_TARGET,
-    SHARING_LABEL,
     InvalidLeasedIP,
     exposure_of,
     load_balancer,
+    serves,
+    sharing_key_of,
 )
 from akoperators.errors import KubeError
 from akoperators.ip.metrics import POOL, RECONCILES
@@ -60,7 +64,7 @@ class Pool:
     def observe(self, event: str, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
         ref = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-        key = (meta.get("labels") or {}).get(SHARING_LABEL)
+        key = sharing_key_of(body)
         if event == "DELETED" or not key:
             self.services.pop(ref, None)
         else:
@@ -110,7 +114,9 @@ class LeasedIPs:
                     "message": f"every address of the pool ({self.pool.capacity}) is in use",
                 }
             try:
-                result = await self.kube.ensure(collection, desired, owned=("spec",))
+                current = await self.kube.get(f"{collection}/{exposure.name}")
+                owned = () if serves(current, exposure) else ("spec",)
+                result = await self.kube.ensure(collection, desired, owned=owned)
             except KubeError as exc:
                 RECONCILES.labels("pending").inc()
                 return {"state": "pending", "message": f"Service {exposure.name}: {exc}"}
