@@ -19,7 +19,11 @@ between the two shows here:
   ``akash.network/lease.updated_at``, and the hostname operator's Ingress of each.
 
 Go's provider ran with static ingress hosts on another domain than this cluster is set up
-with; the generated hostname stays as Go named it. Once adopted, no pod was replaced (names,
+with; the generated hostname stays as Go named it. A third lease exposes two ports on a
+leased IP: Go's ProviderLeasedIPs (``DeclareIP``, named after Go's sharing key) and the
+LoadBalancer Services Go's IP operator made of them (``metallb/client.go``), with the address
+MetalLB gave them; with our IP operator running too, the lease keeps that address and those
+Services. Once adopted, no pod was replaced (names,
 UIDs, workload generations), the lease status and manifest answer over the bus as the
 gateway asks for them, the gateway's Kubernetes adapter reads logs and opens a shell, a
 closed lease is torn down, and a second start writes nothing.
@@ -46,7 +50,8 @@ from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.reservations import Reservations
 from akgateway.adapters.kube import LeaseCluster
-from akservice.testing import eventually
+from akoperators.testing import OperatorProcess
+from akservice.testing import eventually, http_status
 from aktypes.events import (
     GetLeaseManifest,
     GetLeaseStatus,
@@ -640,3 +645,254 @@ async def test_go_leases_are_adopted_in_place_and_then_run_as_ours(
         assert {k: v for k, v in now.items() if k.startswith("web-")} == web_pods
     finally:
         await again.stop()
+
+
+# -- a lease with a leased IP ------------------------------------------------------------------
+VPN = LeaseID(owner=address(33), dseq=103, gseq=1, oseq=1, provider=address(30))
+GO_KEY = f"{VPN.owner}-ip-myip"  # clusterutil.MakeIPSharingKey: <owner>-ip-<endpoint>
+ADDRESS = "203.0.113.20"  # what MetalLB gave Go's Services
+VPN_SERVICE: Obj = {
+    "name": "vpn",
+    "image": "kylemanna/openvpn:2.4",
+    "resources": {
+        "id": 1,
+        "cpu": {"units": 100},
+        "gpu": {"units": 0},
+        "memory": {"size": "134217728"},
+        "storage": [{"name": "default", "size": "536870912"}],
+    },  # no endpoints: Go's CRD derives them from the exposes
+    "count": 1,
+    "expose": [
+        {
+            "port": 8443,
+            "external_port": 443,
+            "proto": "TCP",
+            "global": True,
+            "ip": "myip",
+            "http_options": HTTP_OPTIONS,
+            "endpoint_sequence_number": 1,
+        },
+        {
+            "port": 1194,
+            "proto": "UDP",
+            "global": True,
+            "ip": "myip",
+            "http_options": HTTP_OPTIONS,
+            "endpoint_sequence_number": 1,
+        },
+    ],
+}
+GO_IPS = {f"{GO_KEY}-tcp-443": (8443, 443, "TCP"), f"{GO_KEY}-udp-1194": (1194, 1194, "UDP")}
+GO_BALANCERS = {"vpn-ip-443-tcp", "vpn-ip-1194-udp"}
+
+
+def go_vpn_deployment(version: str) -> Obj:
+    deployment = go_web_deployment(version)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container.update(
+        name="vpn",
+        image="kylemanna/openvpn:2.4",
+        ports=[{"containerPort": 8443}, {"containerPort": 1194}],
+        env=go_env(VPN, []),
+    )
+    deployment["metadata"].update(
+        name="vpn", labels=go_labels(VPN, version) | {"akash.network/manifest-service": "vpn"}
+    )
+    deployment["spec"]["selector"] = {"matchLabels": go_selector(VPN, "vpn")}
+    template = deployment["spec"]["template"]
+    template["metadata"]["labels"] = deployment["metadata"]["labels"]
+    return deployment
+
+
+def go_leased_ip(name: str, port: int, external: int, proto: str) -> Obj:
+    """``DeclareIP``: named ``<sharing key>-<proto>-<external port>``, lower-cased."""
+    labels = go_lease_labels(VPN) | {
+        "service-name": "vpn",
+        "external-port": str(external),
+        "proto": proto,
+    }
+    return {
+        "apiVersion": "akash.network/v2beta2",
+        "kind": "ProviderLeasedIP",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "lease_id": {
+                "owner": VPN.owner,
+                "dseq": str(VPN.dseq),
+                "gseq": VPN.gseq,
+                "oseq": VPN.oseq,
+                "provider": VPN.provider,
+            },
+            "service_name": "vpn",
+            "port": port,
+            "external_port": external,
+            "sharing_key": GO_KEY,
+            "protocol": proto,
+        },
+    }
+
+
+def go_balancer(port: int, external: int, proto: str) -> Obj:
+    """Go's IP operator's ``CreateIPPassthrough``: ``<svc>-ip-<external port>-<proto>``, the
+    port named as the Service; ``--metal-lb-pool`` unset, as Akash's chart runs it, which
+    writes an empty pool annotation."""
+    name = f"vpn-ip-{external}-{proto.lower()}"
+    labels = go_lease_labels(VPN) | {"akash.network/service-target": "metal-lb"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                "metallb.universe.tf/allow-shared-ip": GO_KEY,
+                "metallb.universe.tf/address-pool": "",
+            },
+        },
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"akash.network": "true", "akash.network/manifest-service": "vpn"},
+            "ports": [{"name": name, "port": external, "targetPort": port, "protocol": proto}],
+        },
+    }
+
+
+def run_go_vpn(api: ApiClient) -> None:
+    """The leased-IP lease as Go's deploy, Go's IP operator and MetalLB leave it."""
+    core, apps, custom = CoreV1Api(api), AppsV1Api(api), CustomObjectsApi(api)
+    ns = lease_namespace(VPN)
+    made = custom.create_namespaced_custom_object(
+        "akash.network", "v2beta2", "lease", "manifests", go_manifest(VPN, [VPN_SERVICE])
+    )
+    version = made["metadata"]["resourceVersion"]
+    labels = go_labels(VPN, version) | go_lease_labels(VPN)
+    core.create_namespace({"metadata": {"name": ns, "labels": labels}})
+    apps.create_namespaced_deployment(ns, go_vpn_deployment(version))
+    node_ports = [  # every global expose that is not HTTP: the leased-IP ones too
+        {"name": "0-443", "port": 443, "targetPort": 8443, "protocol": "TCP"},
+        {"name": "1-1194", "port": 1194, "targetPort": 1194, "protocol": "UDP"},
+    ]
+    core.create_namespaced_service(ns, go_service(VPN, version, "vpn-np", "vpn", node_ports))
+    for name, (port, external, proto) in GO_IPS.items():
+        custom.create_namespaced_custom_object(
+            "akash.network", "v2beta2", "lease", "providerleasedips",
+            go_leased_ip(name, port, external, proto),
+        )  # fmt: skip
+        balancer = core.create_namespaced_service(ns, go_balancer(port, external, proto))
+        balancer.status = {"loadBalancer": {"ingress": [{"ip": ADDRESS}]}}  # MetalLB's
+        core.replace_namespaced_service_status(balancer.metadata.name, ns, balancer)
+
+
+def balancers(api: ApiClient) -> dict[str, Obj]:
+    """The LoadBalancer Services of every namespace, by name."""
+    items = CoreV1Api(api).list_service_for_all_namespaces().items
+    found = api.sanitize_for_serialization(items)
+    return {s["metadata"]["name"]: s for s in found if s["spec"]["type"] == "LoadBalancer"}
+
+
+def leased_ips(api: ApiClient) -> dict[str, Obj]:
+    found = CustomObjectsApi(api).list_namespaced_custom_object(
+        "akash.network", "v2beta2", "lease", "providerleasedips"
+    )
+    return {item["metadata"]["name"]: item for item in found["items"]}
+
+
+@pytest.fixture
+def ip_operator(
+    kubesim_kubeconfig: Path, redis_url: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """Our IP operator, started by the test once Go's objects are there."""
+    process = OperatorProcess(
+        "ip",
+        redis_url=redis_url,
+        log_path=tmp_path / "ip-operator.log",
+        kubeconfig=kubesim_kubeconfig,
+        env={"AP_IP_POOL": "203.0.113.20-203.0.113.21", "AP_IP_RETRY": "500ms"},
+    )
+    yield process
+    process.stop()
+
+
+async def test_a_go_lease_keeps_its_leased_ip_services_and_address(
+    api: ApiClient, kube: KubeDeployments, bus: Bus, ip_operator: OperatorProcess
+) -> None:
+    await asyncio.to_thread(run_go_vpn, api)
+    before = await asyncio.to_thread(balancers, api)
+    assert set(before) == GO_BALANCERS
+
+    await asyncio.to_thread(ip_operator.start)
+    cluster = Cluster(bus, kube)
+    counts = await cluster.start()
+    try:
+        assert counts["adopted"] == 1
+        await eventually(lambda: cluster.deployed(VPN), what="the vpn lease adopted")
+        record = await cluster.deployments.record(VPN)
+        assert record is not None and record.adopted_endpoints == ["myip"]
+
+        def exposed() -> bool:
+            found = leased_ips(api)
+            states = {n: o.get("status", {}).get("state") for n, o in found.items()}
+            return states == dict.fromkeys(GO_IPS, "exposed")
+
+        await eventually(lambda: asyncio.to_thread(exposed), what="Go's leased IPs exposed")
+        # Go's ProviderLeasedIPs are the lease's own: kept, none of ours beside them
+        for name, obj in (await asyncio.to_thread(leased_ips, api)).items():
+            assert obj["spec"]["sharing_key"] == GO_KEY
+            spec = obj["spec"]
+            assert (spec["port"], spec["external_port"], spec["protocol"]) == GO_IPS[name]
+            assert obj["metadata"]["labels"]["service-name"] == "vpn"  # Go's labels stay
+
+        # Go's Services, the same objects with the same spec and address, and no other
+        after = await asyncio.to_thread(balancers, api)
+        assert set(after) == GO_BALANCERS
+        for name, service in after.items():
+            was = before[name]
+            assert service["metadata"]["uid"] == was["metadata"]["uid"]
+            assert service["spec"]["ports"] == was["spec"]["ports"]
+            assert service["spec"]["selector"] == was["spec"]["selector"]
+            assert service["status"]["loadBalancer"]["ingress"] == [{"ip": ADDRESS}]
+            annotations = service["metadata"]["annotations"]
+            assert annotations["metallb.universe.tf/allow-shared-ip"] == GO_KEY
+            assert annotations["metallb.universe.tf/address-pool"] == ""
+
+        # the pool counts the address Go's Services hold
+        status, pool = http_status(f"{ip_operator.health_url}/v1/pool")
+        assert status == 200 and isinstance(pool, dict)
+        assert (pool["in_use"], pool["sharing_keys"]) == (1, [GO_KEY])
+
+        # the lease status reports the address on both ports
+        report = await bus.request(
+            CLUSTER_COMMANDS, GetLeaseStatus(lease_id=VPN), LeaseStatusReport
+        )
+        ips = {(i.port, i.external_port, i.protocol, i.ip) for i in report.ips["vpn"]}
+        assert ips == {(8443, 443, "TCP", ADDRESS), (1194, 1194, "UDP", ADDRESS)}
+
+        # started again: Go's names are the lease's own, nothing to write
+        await cluster.stop()
+        cluster = Cluster(bus, kube)
+        counts = await cluster.start()
+        assert (counts["unchanged"], counts["reapplied"], counts["adopted"]) == (1, 0, 0)
+        assert set(await asyncio.to_thread(leased_ips, api)) == set(GO_IPS)
+
+        # teardown removes Go's ProviderLeasedIPs and Services, and frees the address
+        closed = LeaseClosed(
+            lease_id=VPN, reason=LeaseClosedReason.OWNER, height=600, event_index=0
+        )
+        await bus.publish(CHAIN_EVENTS, closed)
+
+        async def gone() -> bool:
+            record = await cluster.deployments.record(VPN)
+            if record is None or record.state != "closed":
+                return False
+            left = await asyncio.to_thread(leased_ips, api)
+            return not left and not await asyncio.to_thread(balancers, api)
+
+        await eventually(gone, what="the vpn lease torn down, its leased IPs gone")
+
+        def freed() -> bool:
+            status, pool = http_status(f"{ip_operator.health_url}/v1/pool")
+            return status == 200 and isinstance(pool, dict) and pool["in_use"] == 0
+
+        await eventually(lambda: asyncio.to_thread(freed), what="the address free again")
+    finally:
+        await cluster.stop()
