@@ -49,6 +49,7 @@ from akcli.bus import RedisUrl, Wait, with_bus
 from akcli.keys import key_store
 from akcli.provider_check import advertised
 from akcli.provider_check import check as check_command
+from akdevnet.homedir import read_endpoints
 from akservice.chaintx import NoAnswer, broadcast_once, relay_address
 from aktypes.capabilities import with_capabilities
 from aktypes.events import CreateProvider, TxFailed, UpdateProvider
@@ -72,7 +73,8 @@ Api = Annotated[
     str | None,
     typer.Option(
         "--api",
-        help="The node's REST API (default: $AP_API, else http://localhost:1317).",
+        help="The node's REST API (default: $AP_API, else the devnet of a running "
+        "`akash-provider run` here, else http://localhost:1317).",
         show_default=False,
     ),
 ]
@@ -121,8 +123,15 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code=code)
 
 
+EMBEDDED_DEVNET = Path(".akash-provider") / "devnet"
+"""The devnet of ``akash-provider run`` (its default state folder), found while it runs."""
+
+
 def api_url(option: str | None) -> str:
-    return option or os.environ.get("AP_API") or "http://localhost:1317"
+    if option or (option := os.environ.get("AP_API")):
+        return option
+    running = read_endpoints(EMBEDDED_DEVNET)
+    return running.lcd if running else "http://localhost:1317"
 
 
 def record_of(provider: Provider) -> ProviderConfig:
