@@ -244,6 +244,7 @@ class CertificateRenewal:
             return  # the folder holds a later one (made by hand): it stays
         load_into(self.contexts, cert)
         previous, self.served = self.served, cert
+        self._gauge(self.clock())  # the days left of what is served, from its first handshake
         log.info(
             "serving the provider's certificate %s (until %s) instead of %s",
             cert.serial,
