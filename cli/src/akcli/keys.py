@@ -139,7 +139,7 @@ def import_key(  # noqa: PLR0917 - typer options
     store = key_store(key_file)
     if store.exists() and not force:
         fail(f"{store} exists; --force replaces it")
-    signer = _from_mnemonic(hd_path) if mnemonic else _from_export(source)  # type: ignore[arg-type]
+    signer = _from_mnemonic(hd_path) if source is None else _from_export(source)
     passphrase = store_passphrase()
     if not passphrase:
         fail("the key store needs a passphrase")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import bcrypt
 import pytest
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from nacl.secret import SecretBox
 
 from akchain.armor import ArmorError, WrongPassphrase, unarmor_private_key
@@ -80,8 +81,6 @@ def test_a_long_passphrase_counts_to_72_bytes_as_in_the_sdk() -> None:
 
 
 def test_an_scrypt_export_of_a_newer_sdk_imports() -> None:
-    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt  # noqa: PLC0415
-
     known = Signer.from_mnemonic(ABANDON)
     key = Scrypt(salt=SALT, length=32, n=2**10, r=8, p=1).derive(b"pw")
     box = bytes(SecretBox(key).encrypt(AMINO_SECP256K1 + secret_of(known), NONCE))

@@ -12,7 +12,7 @@ from akchain._pb.akash.provider.v1beta4 import provider_pb2
 from akchain.keys import Signer
 from akchain.tx import decode_tx, pack, sign_tx
 from aktypes.attributes import Attribute
-from aktypes.events import BroadcastTx, RevokeCertificate
+from aktypes.events import BroadcastTx, CreateProvider, RevokeCertificate, UpdateProvider
 from aktypes.testing import address
 
 OWNER = address(1)
@@ -84,8 +84,6 @@ def test_provider_and_audit_messages_are_known_and_survive_a_signed_transaction(
 
 
 def test_provider_commands_become_the_sender_s_create_and_update_messages() -> None:
-    from aktypes.events import BroadcastTx, CreateProvider, UpdateProvider  # noqa: PLC0415
-
     command = BroadcastTx.model_validate_json(
         BroadcastTx(
             key="update-provider/x",

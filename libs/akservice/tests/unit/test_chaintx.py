@@ -10,7 +10,14 @@ import pytest
 from akbus import Bus
 from akbus.testing import memory_bus
 from akservice.chaintx import NoAnswer, broadcast_once, relay_address
-from aktypes.events import BroadcastTx, ChainStatus, Send, TxCommitted, TxFailed
+from aktypes.events import (
+    BroadcastTx,
+    ChainStatus,
+    Send,
+    TxCommitted,
+    TxFailed,
+    envelope_from_fields,
+)
 from aktypes.events.streams import CHAIN_RESULTS, CHAIN_TX
 from aktypes.testing import address
 
@@ -18,8 +25,6 @@ SEND = Send(to_address=address(3), amount=[{"denom": "uakt", "amount": 1}])  # t
 
 
 async def commands(bus: Bus) -> list[BroadcastTx]:
-    from aktypes.events import envelope_from_fields  # noqa: PLC0415
-
     entries = await bus.backend.entries(CHAIN_TX)
     return [envelope_from_fields(e.fields).payload for e in entries]
 
