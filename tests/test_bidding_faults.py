@@ -128,18 +128,18 @@ async def test_bid_engine_killed_mid_burst_bids_on_every_order_exactly_once(
 ) -> None:
     provider.start()
     base = (await chain.rpc.status()).latest_height + 1000
-    deploying = asyncio.create_task(burst(chain, 50, base))
+    deploying = asyncio.create_task(burst(chain, 40, base))
 
     async def some_bids() -> int:
         count = len(await our_bids(chain))
-        return count if count >= 15 else 0
+        return count if count >= 5 else 0
 
-    await eventually(some_bids, timeout_s=30, what="15 bids on chain")
-    provider.bidengine.kill()
-    assert not deploying.done(), "the burst was over before the kill; it must be mid-burst"
-    deployments = await deploying
+    await eventually(some_bids, timeout_s=30, what="5 bids on chain")
+    provider.bidengine.kill()  # bidding (whether or not the burst is still being sent)
+    # the rest of the burst arrives while the engine is down, however fast this machine is
+    deployments = await deploying + await burst(chain, 10, base + 40)
     assert len(deployments) == 50
-    assert len(await our_bids(chain)) < 50  # orders arrived while the engine was down
+    assert len(await our_bids(chain)) < 50
     await start(provider.bidengine)
     expected = {order_of(d) for d in deployments}
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import hypothesis
 import pytest
+import requests
 import schemathesis
 from hypothesis import HealthCheck
 from schemathesis.checks import not_a_server_error
@@ -34,8 +35,9 @@ Credentials = tuple[tuple[str, str] | None, dict[str, str]]  # (client certifica
 
 
 def exercise(operation: Any, url: str, credentials: Credentials) -> int:
-    """Generated requests for one operation; how many were sent."""
+    """Generated requests for one operation, on one keep-alive session; how many were sent."""
     sent = 0
+    session = requests.Session()
 
     @hypothesis.settings(
         max_examples=EXAMPLES,
@@ -51,11 +53,12 @@ def exercise(operation: Any, url: str, credentials: Credentials) -> int:
         kwargs: dict[str, Any] = {"verify": False, "timeout": 30, "headers": headers}
         if cert is not None:
             kwargs["cert"] = cert
-        response = case.call(base_url=url, **kwargs)
+        response = case.call(base_url=url, session=session, **kwargs)
         sent += 1
         case.validate_response(response, checks=[not_a_server_error])
 
-    one()
+    with session:
+        one()
     return sent
 
 
@@ -72,6 +75,7 @@ def run_operations(url: str, credentials: Credentials) -> dict[str, int]:
 # The provider's certificate names no loopback address; who the server is is not what this
 # test is about.
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+@pytest.mark.timeout(400)  # about a minute here; some three thousand requests on a slow machine
 async def test_no_generated_request_gets_a_server_error(
     provider: Provider, chain: DevnetClients, tmp_path: Path
 ) -> None:
