@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from kubesim.cluster import ClusterSpec
 from kubesim.controllers import housekeeping, pods, workloads
-from kubesim.controllers.events import EventTTL
 from kubesim.controllers.base import CONTROLLERS, Context, ControllerSettings, monotonic
+from kubesim.controllers.events import EventTTL
 from kubesim.faults import Faults
 from kubesim.store import Store
 
