@@ -29,6 +29,7 @@ from akkube.calls import Obj
 from akkube.client import ApiClient, api_client
 from akkube.watch import ListWatch, describe
 from aktypes.ids import LeaseID
+from aktypes.leaseevents import kept
 
 log = logging.getLogger("akcluster.lease_events")
 
@@ -87,11 +88,8 @@ class _Events:
         self.parked: OrderedDict[str, deque[Obj]] = OrderedDict()
 
     def rows_of(self, items: list[Obj]) -> dict[str, Any]:
-        return {
-            (i.get("metadata") or {}).get("uid", ""): i
-            for i in items
-            if (i.get("metadata") or {}).get("uid")
-        }
+        reduced = (reduce(i) for i in items)
+        return {r["metadata"]["uid"]: r for r in reduced if r["metadata"].get("uid")}
 
     def listed(self, rows: dict[str, Any]) -> None:
         for event in rows.values():
@@ -99,7 +97,7 @@ class _Events:
 
     def changed(self, kind: str, obj: Obj) -> None:
         if kind in ("ADDED", "MODIFIED"):
-            self.take(obj)
+            self.take(reduce(obj))
 
     def take(self, event: Obj) -> None:
         namespace = (event.get("metadata") or {}).get("namespace") or ""
@@ -125,6 +123,13 @@ class _Events:
 
     def failed(self, exc: Exception) -> None:
         log.warning("lease events: watching events failed: %s", describe(exc))
+
+
+def reduce(event: Obj) -> Obj:
+    """What is kept of an Event, with its uid and namespace: a list of every Event of a
+    big cluster is held as these, not as the Events."""
+    meta = event.get("metadata") or {}
+    return {**kept(event), "metadata": {"uid": meta.get("uid"), "namespace": meta.get("namespace")}}
 
 
 class KubeLeaseEvents:
