@@ -125,7 +125,7 @@ class LeaseEvents:
 
         async def body(tx: BusTx) -> None:
             tx.state.set(closed_key(lease_id), "1", ex=self.retention)
-            tx.state.xadd(stream, closed_fields())
+            tx.state.xadd(stream, closed_fields(), maxlen=self.maxlen, exact=True)
             tx.state.expire(stream, self.retention)
 
         if await self.bus.apply_if_all([Guard(closed_key(lease_id), None)], body):
