@@ -24,13 +24,16 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from akbus import Bus, RedisSettings
 from akchain import msgs
 from akcli.testing import Provider, certified, leased, running, sdl, sdl_text, whole_suite
 from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
+from akgateway.domain.streams import event_frame
 from akservice.testing import eventually
 from aktypes.ids import DeploymentID, LeaseID
 from aktypes.ingress import ingress_host
+from aktypes.leaseevents import lease_events_stream, read_entry
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
 
@@ -89,11 +92,21 @@ LIMITS = {
 }
 
 
+# kubesim keeps events 2 s (a real cluster: 1 h), the cluster keeps a lease's last 24 and
+# drops them 6 s after its teardown
+EVENT_TTL_S, EVENTS_MAXLEN, EVENTS_RETENTION_S = 2, 24, 6
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with whole_suite(
         tmp_path_factory.mktemp("suite"),
-        cluster_env={"AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test"},
+        kubesim_args=("--event-ttl", f"{EVENT_TTL_S}s", "--crash-interval", "0.25"),
+        cluster_env={
+            "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
+            "AP_CLUSTER_LEASE_EVENTS_MAXLEN": str(EVENTS_MAXLEN),
+            "AP_CLUSTER_LEASE_EVENTS_RETENTION": f"{EVENTS_RETENTION_S}s",
+        },
         operators=("hostname", "ip"),
         operator_env={"AP_IP_POOL": "203.0.113.30-203.0.113.37"},  # eight leased IPs
         gateway_env=LIMITS,
@@ -399,6 +412,90 @@ async def test_events_arrive_for_a_rollout(
         )
     assert closed is None
     assert any(f["object"]["kind"] == "Deployment" for f in later[seen:])
+
+
+async def test_events_outlive_the_clusters_ttl_and_go_a_retention_after_the_lease(
+    suite: Provider, chain: DevnetClients
+) -> None:
+    """A pod that crash-looped longer ago than the cluster keeps events: the tenant still
+    gets them (history first, oldest first), then new ones live; the history is bounded,
+    and gone a retention after the lease closes."""
+    tenant = chain.tenant("tenant-2")
+    certificate = await certified(tenant, suite)
+    lease = await deployed(suite, tenant, certificate, sdl(cpu=0.25))
+    namespace, stream = lease_namespace(lease), lease_events_stream(lease)
+    crash = {"namespace": namespace, "selector": "akash.network/manifest-service=web"}
+    bus = Bus.connect(RedisSettings(url=suite.redis_url), producer="test")
+    core = kubernetes.client.CoreV1Api(
+        kubernetes.config.new_client_from_config(str(suite.kubesim.kubeconfig))  # type: ignore[no-untyped-call]
+    )
+
+    async def kept() -> list[Any]:
+        return [read_entry(e.fields) for e in await bus.backend.entries(stream)]
+
+    def reasons_in_cluster() -> set[str]:
+        return {e.reason for e in core.list_namespaced_event(namespace).items}
+
+    try:
+        suite.kubesim.faults(crashloop=crash)
+        history = await eventually(  # more events than the history keeps: it is full
+            kept,
+            timeout_s=30,
+            what="the crash loop's events kept",
+            until=lambda got: (
+                len(got) == EVENTS_MAXLEN and "BackOff" in {e.event["reason"] for e in got}
+            ),
+        )
+        suite.kubesim.faults(heal=True)
+        # the cluster drops them an event TTL after their last write
+        await eventually(
+            reasons_in_cluster,
+            EVENT_TTL_S + 30,
+            "kubesim's TTL",
+            until=lambda r: "BackOff" not in r,
+        )
+        history = await kept()
+        assert len(history) == EVENTS_MAXLEN  # the bound holds
+        expected = [json.loads(event_frame(e.event)) for e in history]
+        url = wss(suite, lease, "kubeevents?follow=true")
+        async with websocket(tenant, url, certificate=certificate) as socket:
+            first, _ = await frames(socket, lambda got: len(got) >= len(expected), 20)
+            assert first == expected  # history first, oldest first
+            assert {"Warning", "Normal"} <= {f["type"] for f in first}
+            backoff = next(f for f in first if f["reason"] == "BackOff")
+            assert backoff["object"]["name"].startswith("web-")
+            assert backoff["reportingController"] == "kubelet"
+            # then live: the pod crashes again
+            suite.kubesim.faults(crashloop=crash)
+            live, closed = await frames(
+                socket, lambda got: any(f["reason"] == "BackOff" for f in got), 20
+            )
+            assert closed is None
+            assert {f["reason"] for f in live} <= {"Pulled", "Created", "Started", "BackOff"}
+            suite.kubesim.faults(heal=True)
+        assert await bus.backend.length(stream) == EVENTS_MAXLEN
+
+        # the lease closes: its history ends, is still served a while, then goes
+        await tenant.close(lease.dseq)
+        ended = await eventually(
+            kept, 60, "the history ended", until=lambda got: bool(got) and got[-1].closed
+        )
+        async with websocket(tenant, wss(suite, lease, "kubeevents"), certificate=certificate) as s:
+            served, code = await frames(s, lambda _: False, 20)
+        assert (len(served), code) == (len(ended) - 1, 1000)
+        await eventually(
+            lambda: bus.backend.length(stream),
+            EVENTS_RETENTION_S + 10,
+            "the retention",
+            until=(0).__eq__,
+        )
+        async with websocket(tenant, url, certificate=certificate) as s:
+            served, code = await frames(s, lambda _: False, 20)
+        assert (served, code) == ([], 4001)
+    finally:
+        suite.kubesim.faults(heal=True)
+        core.api_client.close()  # type: ignore[no-untyped-call]
+        await bus.close()
 
 
 @pytest.mark.usefixtures("exec_sandbox")

@@ -97,6 +97,7 @@ class Provider:
     # "hostname" (Ingresses, so lease URIs), "ip" (leased IPs and their Services)
     operators: tuple[str, ...] = ()
     operator_env: dict[str, str] = field(default_factory=dict)
+    kubesim_args: tuple[str, ...] = ()  # more flags of `kubesim serve` (--event-ttl 2s)
     ingress_domain: str = INGRESS_DOMAIN  # generated hostnames' ("": none, HTTP needs hosts)
     # the provider's on-chain attributes, written before the services start (None: the devnet's)
     attributes: dict[str, str] | None = None
@@ -109,7 +110,9 @@ class Provider:
         inventory.write_text(self.nodes)
         cluster_env = {**self.ingress_env(), "AP_API": self.devnet.lcd_url, **self.cluster_env}
         if self.backend == "kube":
-            kube = KubeSimProcess(self.tmp / "kubesim", None, "--nodes", str(inventory))
+            kube = KubeSimProcess(
+                self.tmp / "kubesim", None, "--nodes", str(inventory), *self.kubesim_args
+            )
             self.processes["kubesim"] = kube
             cluster_env = {
                 "AP_CLUSTER_BACKEND": "kube",

@@ -611,6 +611,21 @@ async def test_a_commit_may_be_guarded_by_fields_of_hashes_and_by_many_guards(bu
     assert await bus.backend.smembers("marks") == {"b", "c", "d"}
 
 
+async def test_a_stream_trimmed_exactly_keeps_its_newest_entries(bus: Bus) -> None:
+    def add(n: int) -> TxFn:
+        async def writes(tx: BusTx) -> None:
+            tx.state.xadd("trimmed", {"n": str(n), "pad": "x" * 600}, maxlen=3, exact=True)
+
+        return writes
+
+    for n in range(10):  # in a transaction and in a guarded commit alike
+        if n % 2:
+            await bus.transact(add(n))
+        else:
+            assert await bus.apply_if("trim-guard", None, add(n))
+    assert [e.fields["n"] for e in await bus.backend.entries("trimmed")] == ["7", "8", "9"]
+
+
 # -- retained status ----------------------------------------------------------------------
 
 

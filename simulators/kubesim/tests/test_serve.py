@@ -300,6 +300,12 @@ def test_a_port_in_use_and_an_unknown_controller(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "unknown controllers ['dns']" in out.stderr
 
+    out = serve("--port", str(free_port()), "--event-ttl", "soon")
+    assert (out.returncode, out.stderr.strip()) == (
+        2,
+        "kubesim: --event-ttl: 'soon' is not a duration (examples: 30s, 5m, 1h30m, 250ms)",
+    )
+
 
 def test_switched_off_controllers_leave_their_work_undone(tmp_path: Path) -> None:
     with KubeSimProcess(tmp_path, None, "--disable", "scheduler") as server:

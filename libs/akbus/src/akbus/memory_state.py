@@ -128,7 +128,10 @@ class MemoryTx:
     def expire(self, key: str, seconds: int) -> None:
         self.queued.append(lambda: self._b._expire(key, seconds))
 
-    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
+    def xadd(
+        self, stream: str, fields: Fields, *, maxlen: int | None = None, exact: bool = False
+    ) -> None:
+        del exact  # memory trims exactly, always
         values = dict(fields)
         self.queued.append(lambda: self._b._xadd(stream, values, maxlen))
 

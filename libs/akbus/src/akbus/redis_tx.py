@@ -87,11 +87,12 @@ class RedisTx:
     def expire(self, key: str, seconds: int) -> None:
         self.queued.append(lambda p: p.expire(key, seconds))
 
-    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
+    def xadd(
+        self, stream: str, fields: Fields, *, maxlen: int | None = None, exact: bool = False
+    ) -> None:
         values: dict[Any, Any] = dict(fields)
-        self.queued.append(
-            lambda p: p.xadd(stream, values, maxlen=maxlen, approximate=maxlen is not None)
-        )
+        approximate = maxlen is not None and not exact
+        self.queued.append(lambda p: p.xadd(stream, values, maxlen=maxlen, approximate=approximate))
 
 
 # KEYS: the guarded keys. ARGV[1]: how many; then four arguments per guard: "f" when it is a
@@ -172,8 +173,10 @@ class CommandTx:
     def expire(self, key: str, seconds: int) -> None:
         self.commands.append(["EXPIRE", key, str(seconds)])
 
-    def xadd(self, stream: str, fields: Fields, *, maxlen: int | None = None) -> None:
-        trim = ["MAXLEN", "~", str(maxlen)] if maxlen is not None else []
+    def xadd(
+        self, stream: str, fields: Fields, *, maxlen: int | None = None, exact: bool = False
+    ) -> None:
+        trim = ["MAXLEN", "=" if exact else "~", str(maxlen)] if maxlen is not None else []
         values = (x for kv in fields.items() for x in kv)
         self.commands.append(["XADD", stream, *trim, "*", *values])
 

@@ -52,3 +52,9 @@ CAPABILITY_MISMATCHES = Gauge(
     "cannot be placed); kind storage, gpu or ip_lease",
     ["direction", "kind"],
 )
+LEASE_EVENTS = Counter(
+    "provider_lease_events",
+    "Kubernetes events of leases read for their history, by what became of them "
+    "(added, duplicate, closed: after the teardown, dropped)",
+    ["result"],
+)

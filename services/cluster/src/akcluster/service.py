@@ -7,7 +7,8 @@ akash.network CRDs installed, then applies through the official client; ``null``
 memory), reconcile the lease records with what the cluster holds
 (:meth:`~akcluster.deployments.Deployments.recover`), then answer the commands on
 ``akash.provider.cluster.commands``, deploy what ``ManifestReceived`` brings, tear down
-what ``LeaseClosed`` ends, and publish, whenever the inventory changes and every
+what ``LeaseClosed`` ends, keep each lease's Kubernetes events on its stream (``kube``:
+:mod:`akcluster.leaseevents`), and publish, whenever the inventory changes and every
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
 retained status, with the capabilities check (:mod:`akcluster.capabilities`: the inventory
 against the provider's on-chain capability attributes, computed again whenever either
@@ -33,6 +34,7 @@ from akcluster.domain.inventory import GPUModel, Inventory, from_operator
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import InventoryFileError, Unavailable
+from akcluster.leaseevents import LeaseEvents
 from akcluster.reservations import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
@@ -46,6 +48,7 @@ from aktypes.events import (
     InventoryChanged,
     InventoryCluster,
     LeaseClosed,
+    LeaseTornDown,
     LookupReservation,
     ManifestReceived,
     MigrateEndpoints,
@@ -328,8 +331,27 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
         chain.add(ProviderUpdated, capabilities.on_provider_updated)
         rt.supervise(capabilities.run(settings.cluster_capabilities_interval), "capabilities")
     rt.supervise(deployments.run(rt.stopping), "deployments")
+    if kube:
+        await _keep_lease_events(rt)
     status = Status(rt, view, res, deployments, kube_version, capabilities=capabilities)
     rt.publish_status(status.compute, rt.settings.cluster_status_interval, wake=view.changed)
+
+
+async def _keep_lease_events(rt: Runtime[ClusterSettings]) -> None:
+    """Each lease's Kubernetes events written to its stream as they come, and the stream
+    ended with the lease (:mod:`akcluster.leaseevents`)."""
+    from akcluster.adapters.kube_events import KubeLeaseEvents  # noqa: PLC0415 - only for kube
+
+    settings = rt.settings
+    history = LeaseEvents(
+        rt.bus,
+        maxlen=settings.cluster_lease_events_maxlen,
+        retention_s=settings.cluster_lease_events_retention,
+    )
+    source = await rt.resource(KubeLeaseEvents.from_kubeconfig(settings.kubeconfig))
+    rt.supervise(history.run(), "lease-events")
+    rt.supervise(source.follow(history.take), "lease-events-watch")
+    rt.subscriber(CLUSTER_EVENTS).add(LeaseTornDown, history.on_torn_down)
 
 
 def build_settings(settings: ClusterSettings) -> BuildSettings:

@@ -134,6 +134,18 @@ class ClusterSettings(BaseSettings):
         default="",
         description="capabilities check: the provider's account (empty: the chain relay's)",
     )
+    cluster_lease_events_maxlen: int = Field(
+        default=1000,
+        ge=1,
+        description="kube backend: a lease's Kubernetes events kept on Redis for the "
+        "gateway's /kubeevents, at most this many (the oldest go first)",
+    )
+    cluster_lease_events_retention: Duration = Field(
+        default=86400.0,
+        ge=1,
+        description="how long a lease's kept events outlive its teardown (keep it above the "
+        "cluster's --event-ttl: an event is recognised as kept for this long)",
+    )
     monitor_max_retries: int = Field(
         default=40,
         ge=1,

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import typer
 
+from aktypes.duration import parse_duration
 from kubesim.authz import Users
 from kubesim.cluster import DEFAULT_CLUSTER, ClusterSpec
 from kubesim.controllers import CONTROLLERS, ControllerSettings
@@ -46,6 +47,16 @@ def serve(
         str, typer.Option(help="Kubernetes version served and validated against")
     ] = "1.32",
     pod_start_delay: Annotated[float, typer.Option(help="seconds from scheduled to Running")] = 0.5,
+    crash_interval: Annotated[
+        float, typer.Option(help="seconds between a crash-looping container's restarts")
+    ] = 1.0,
+    event_ttl: Annotated[
+        str,
+        typer.Option(
+            help="how long an Event is kept after its last write, as kube-apiserver's "
+            "--event-ttl (a Go duration, 1h, 2s, or seconds)"
+        ),
+    ] = "1h",
     disable: Annotated[
         list[str] | None, typer.Option(help=f"controllers to switch off: {', '.join(CONTROLLERS)}")
     ] = None,
@@ -85,8 +96,21 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    try:
+        ttl = parse_duration(event_ttl)
+    except ValueError as exc:
+        ttl, problem = 0.0, str(exc)
+    else:
+        problem = f"{event_ttl!r} is not positive"
+    if ttl <= 0 or crash_interval <= 0:
+        wrong = f"--event-ttl: {problem}" if ttl <= 0 else "--crash-interval must be positive"
+        typer.echo(f"kubesim: {wrong}", err=True)
+        raise typer.Exit(2)
     settings = ControllerSettings(
-        enabled=frozenset(CONTROLLERS) - set(disable or []), pod_start_delay=pod_start_delay
+        enabled=frozenset(CONTROLLERS) - set(disable or []),
+        pod_start_delay=pod_start_delay,
+        crash_interval=crash_interval,
+        event_ttl=ttl,
     )
     try:
         asyncio.run(

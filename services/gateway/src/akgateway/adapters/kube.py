@@ -1,8 +1,9 @@
-"""The gateway's narrow window on Kubernetes: pods, logs, events and exec in lease
-namespaces, and nothing else (RBAC: ``pods``, ``pods/log``, ``events`` read, ``pods/exec``).
+"""The gateway's narrow window on Kubernetes: pods, logs and exec in lease namespaces, and
+nothing else (RBAC: ``pods``, ``pods/log`` read, ``pods/exec``). A lease's events are not
+read here: the cluster service keeps them on Redis (:mod:`akgateway.api.leaseevents`).
 
 Interactive streams do not belong on the bus, so this is the one place the gateway talks to
-Kubernetes. The official client is synchronous: each log or event stream runs on a thread
+Kubernetes. The official client is synchronous: each log stream runs on a thread
 of its own and hands what it reads to the event loop through a bounded queue (:class:`Pump`),
 so a slow tenant slows the read from Kubernetes instead of filling the gateway's memory.
 Leaving the iteration (the tenant went away) stops the thread: its response is closed.
@@ -13,7 +14,7 @@ only those shells, not another tenant's streams.
 
 Requests go by path through the client's ``ApiClient`` (its kubeconfig, TLS and token:
 :mod:`akkube.client`, :mod:`akkube.calls`) and answers are read as JSON: the generated
-``CoreV1Api`` and its models would cost the process some ninety megabytes for the five
+``CoreV1Api`` and its models would cost the process some ninety megabytes for the four
 calls made here.
 """
 
@@ -36,7 +37,6 @@ from urllib3.exceptions import HTTPError
 from akgateway.errors import KubeError, LeaseGone
 from akkube.calls import get_json, open_get, target
 from akkube.client import ApiClient, ApiException, api_client, ssl_context
-from akkube.watch import lines
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
@@ -179,7 +179,7 @@ class ExecSession:
 
 
 class LeaseCluster:
-    """Pods, logs, events and exec of lease namespaces."""
+    """Pods, logs and exec of lease namespaces."""
 
     def __init__(self, client: ApiClient, *, queue_size: int = 256, workers: int = 8) -> None:
         self.client: Any = client  # the official client is untyped: Any at the edge
@@ -286,41 +286,6 @@ class LeaseCluster:
                 yield line.decode(errors="replace")
         if pending:
             yield pending.decode(errors="replace")
-
-    async def events(self, lease_id: LeaseID, *, follow: bool) -> AsyncIterator[dict[str, Any]]:
-        """The namespace's events (core/v1, as dicts), then, if ``follow``, new ones."""
-        namespace = lease_namespace(lease_id)
-        path = f"/api/v1/namespaces/{namespace}/events"
-        pump: Pump[dict[str, Any]] = Pump(self.queue_size)
-
-        def read(pump: Pump[dict[str, Any]]) -> None:
-            listed = self._get(path)
-            for item in listed.get("items") or ():
-                if not pump.put(item):
-                    return
-            version = (listed.get("metadata") or {}).get("resourceVersion")
-            while follow and not pump.stopped.is_set():  # the server ends a watch now and then
-                query = [("watch", True), ("resourceVersion", version), ("timeoutSeconds", 60)]
-                response = self._open(path, query, timeout=(5, 65))
-                pump.on_stop.append(response.shutdown)
-                try:
-                    for line in lines(response):
-                        change = json.loads(line)
-                        event = change.get("object") or {}
-                        if change.get("type") == "ERROR":
-                            return  # the version is too old: the tenant asks again
-                        version = (event.get("metadata") or {}).get("resourceVersion", version)
-                        if change.get("type") in ("ADDED", "MODIFIED") and not pump.put(event):
-                            return
-                except (HTTPError, OSError):
-                    if not pump.stopped.is_set():
-                        raise
-                finally:
-                    response.close()
-
-        pump.run(read, f"events {namespace}")
-        async for event in pump.items():
-            yield event
 
     async def execute(
         self, pod: Pod, argv: Sequence[str], *, tty: bool, stdin: bool

@@ -2,10 +2,12 @@
 
 Credentials and scope are checked before the upgrade: a refusal is an ordinary HTTP answer
 (``{"message": …}``, 400/401/403/503), as on every other route. After the upgrade, a lease
-that is not deployed here closes with 4001, Kubernetes out of reach with 4002, anything else
-with 4000. Pings go out every 10 s and a connection without a pong for 15 s is dropped
-(:mod:`akgateway.adapters.server`). The streams come from :mod:`akgateway.adapters.kube`, whose
-bounded queues carry the tenant's pace back to Kubernetes.
+that is not deployed here closes with 4001, Kubernetes (or the cluster service) out of reach
+with 4002, anything else with 4000. Pings go out every 10 s and a connection without a pong
+for 15 s is dropped (:mod:`akgateway.adapters.server`). Logs and shells come from
+:mod:`akgateway.adapters.kube`, whose bounded queues carry the tenant's pace back to
+Kubernetes; events from the history the cluster service keeps on Redis
+(:mod:`akgateway.api.leaseevents`), read a page at a time at the tenant's pace.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from akgateway.adapters.kube import LeaseCluster, Pod
 from akgateway.adapters.server import connection_closed
 from akgateway.api.auth import identify, tenant_of
 from akgateway.api.context import Gateway
+from akgateway.api.leaseevents import kept, lease_events
 from akgateway.api.leasepods import merged, running_pods
-from akgateway.api.routes import require_services
+from akgateway.api.routes import manifest_group, require_services
 from akgateway.domain import streams
 from akgateway.domain.params import lease_numbers
 from akgateway.errors import ApiError, KubeError, LeaseGone, NotFound, Unavailable
@@ -38,10 +41,11 @@ router = APIRouter()
 LEASE = "/lease/{dseq}/{gseq}/{oseq}"
 
 
-async def _opened(
-    websocket: WebSocket, scope: Scope, services: list[str]
-) -> tuple[LeaseCluster, LeaseID] | None:
-    """Check the request; on refusal answer it over HTTP and return None."""
+async def _allowed(
+    websocket: WebSocket, scope: Scope, services: list[str], *, kube: bool = True
+) -> LeaseID | None:
+    """Check the request (and, with ``kube``, that this gateway reaches the cluster); on
+    refusal answer it over HTTP and return None."""
     gateway: Gateway = websocket.app.state.gateway
     params = websocket.path_params
     try:
@@ -54,7 +58,7 @@ async def _opened(
         )
         if not services:  # naming none, it concerns them all
             await require_services(gateway, tenant, scope, lease)
-        if gateway.kube is None:
+        if kube and gateway.kube is None:
             raise Unavailable("this gateway has no access to the cluster (AP_CLUSTER_BACKEND)")
     except ApiError as exc:
         metrics.WEBSOCKETS.labels(scope, str(exc.status)).inc()
@@ -62,7 +66,16 @@ async def _opened(
             JSONResponse({"message": exc.message}, status_code=exc.status)
         )
         return None
-    return gateway.kube, lease
+    return lease
+
+
+async def _opened(
+    websocket: WebSocket, scope: Scope, services: list[str]
+) -> tuple[LeaseCluster, LeaseID] | None:
+    """:func:`_allowed`, with this gateway's window on the cluster."""
+    lease = await _allowed(websocket, scope, services)
+    kube = websocket.app.state.gateway.kube
+    return None if lease is None or kube is None else (kube, lease)
 
 
 async def _serve(
@@ -124,6 +137,8 @@ async def _run(
         code, reason = streams.CLOSE_LEASE_NOT_FOUND, exc.message
     except KubeError as exc:
         code, reason = streams.CLOSE_UNAVAILABLE, str(exc)
+    except Unavailable as exc:  # the cluster service did not answer
+        code, reason = streams.CLOSE_UNAVAILABLE, exc.message
     except WebSocketDisconnect:
         code = 1000
     except Exception:
@@ -174,14 +189,15 @@ async def kube_events(websocket: WebSocket) -> None:
         await websocket.send_denial_response(JSONResponse({"message": exc.message}, exc.status))
         return
     services = streams.services_of(websocket.query_params)
-    opened = await _opened(websocket, "events", services)
-    if opened is None:
+    lease = await _allowed(websocket, "events", services, kube=False)
+    if lease is None:
         return
-    kube, lease = opened
+    gateway: Gateway = websocket.app.state.gateway
 
     async def work() -> int:
-        await kube.pods(lease)  # LeaseGone when it is not deployed
-        async for event in kube.events(lease, follow=follow):
+        if not await kept(gateway.bus, lease):  # nothing yet: is it deployed here at all?
+            await manifest_group(gateway, lease)  # NotFound when not
+        async for event in lease_events(gateway.bus, lease, follow=follow):
             if streams.concerns(event, services):
                 await websocket.send_text(streams.event_frame(event))
         return 1000

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from kubesim.cluster import ClusterSpec
 from kubesim.controllers import housekeeping, pods, workloads
 from kubesim.controllers.base import CONTROLLERS, Context, ControllerSettings, monotonic
+from kubesim.controllers.events import EventTTL
 from kubesim.faults import Faults
 from kubesim.store import Store
 
@@ -53,6 +54,10 @@ class Controllers:
             ("scheduler", pods.scheduler),
             ("kubelet", pods.Kubelets()),
         ]
+        if "events" in settings.enabled:
+            expiry = EventTTL(settings.event_ttl)
+            store.listeners.append(expiry.written)
+            table.append(("events", expiry))
         self._passes = [(name, run) for name, run in table if name in settings.enabled]
 
     def bootstrap(self) -> None:

@@ -48,6 +48,7 @@ CONTROLLERS = (
     "scheduler",
     "kubelet",
     "volumes",
+    "events",
 )
 
 
@@ -58,6 +59,7 @@ class ControllerSettings:
     enabled: frozenset[str] = frozenset(CONTROLLERS)
     pod_start_delay: float = 0.2  # scheduled -> Running and Ready
     crash_interval: float = 1.0  # a crash-looping container restarts this often
+    event_ttl: float = 3600.0  # an Event is deleted this long after its last write
 
 
 @dataclass
@@ -149,14 +151,17 @@ class Context:
         *,
         warning: bool = False,
         component: str = "kubesim",
+        field_path: str = "",
     ) -> None:
-        """Record a core/v1 Event about `obj`; a repeat bumps its count, like the real recorder."""
+        """Record a core/v1 Event about `obj` (its part `field_path`, a container's
+        `spec.containers{name}`); a repeat bumps its count, like the real recorder."""
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
         home = self.store.find(NAMESPACES, "", namespace)
         if home is None or home["metadata"].get("deletionTimestamp"):
             return  # no events in a namespace that is gone or going
-        digest = hashlib.sha1(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]  # noqa: S324
+        seed = f"{meta.get('uid')}/{field_path + '/' if field_path else ''}{reason}/{message}"
+        digest = hashlib.sha1(seed.encode()).hexdigest()[:16]  # noqa: S324
         name = f"{meta['name']}.{digest}"
         stamp = now()
         existing = self.store.find(EVENTS, namespace, name)
@@ -178,6 +183,7 @@ class Context:
                     "namespace": meta.get("namespace"),
                     "uid": meta.get("uid"),
                     "resourceVersion": meta.get("resourceVersion"),
+                    **({"fieldPath": field_path} if field_path else {}),
                 },
                 "reason": reason,
                 "message": message,

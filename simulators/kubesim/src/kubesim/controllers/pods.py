@@ -9,8 +9,12 @@ Pending with `PodScheduled=False/Unschedulable` and the scheduler's message
 ("0/2 nodes are available: 2 Insufficient cpu.") and a FailedScheduling event.
 
 Kubelet: a scheduled pod is ContainerCreating, then Running and Ready after the configured
-delay; a pod under the crash-loop fault restarts every `crash_interval` in CrashLoopBackOff
-and is never ready; a pod on a NotReady node loses its readiness.
+delay (each container's Pulled, Created and Started events); a pod under the crash-loop
+fault restarts every `crash_interval` in CrashLoopBackOff and is never ready: each restart
+counts up its containers' `restartCount` and repeats their Pulled, Created and Started
+events (their `count` going up, as the real recorder aggregates them), and from the second
+on a Warning `BackOff` ("Back-off restarting failed container web in pod
+web-…_ns(uid)"), as the kubelet words it; a pod on a NotReady node loses its readiness.
 """
 
 from __future__ import annotations
@@ -280,14 +284,18 @@ class Kubelets:
             if clock - last >= ctx.settings.crash_interval or uid not in self._crashes:
                 restarts, last, stamp = restarts + 1, clock, now()
                 self._crashes[uid] = (restarts, last, stamp)
-                if restarts > 1:
-                    ctx.event(
-                        pod,
-                        "BackOff",
-                        "Back-off restarting failed container",
-                        warning=True,
-                        component="kubelet",
-                    )
+                for c in containers:  # it started, ran and exited; then the kubelet backs off
+                    _started(ctx, pod, c)
+                    if restarts > 1:
+                        ctx.event(
+                            pod,
+                            "BackOff",
+                            f"Back-off restarting failed container {c['name']} in pod "
+                            f"{pod['metadata']['name']}_{pod['metadata'].get('namespace')}({uid})",
+                            warning=True,
+                            component="kubelet",
+                            field_path=f"spec.containers{{{c['name']}}}",
+                        )
             ctx.wake_at(last + ctx.settings.crash_interval)
             status["phase"] = "Running"
             states = [
@@ -358,13 +366,19 @@ class Kubelets:
             and pod.get("status", {}).get("phase") != "Running"
         ):
             for c in containers:
-                ctx.event(
-                    pod,
-                    "Pulled",
-                    f'Container image "{c.get("image")}" already present on machine',
-                    component="kubelet",
-                )
-                ctx.event(pod, "Started", f"Started container {c['name']}", component="kubelet")
+                _started(ctx, pod, c)
+
+
+def _started(ctx: Context, pod: dict[str, Any], container: dict[str, Any]) -> None:
+    """The events of a container started: its image present, the container created, then
+    started (each a repeat of the last start's, counted, when it restarts)."""
+    name, part = container["name"], f"spec.containers{{{container['name']}}}"
+    for reason, message in (
+        ("Pulled", f'Container image "{container.get("image")}" already present on machine'),
+        ("Created", f"Created container {name}"),
+        ("Started", f"Started container {name}"),
+    ):
+        ctx.event(pod, reason, message, component="kubelet", field_path=part)
 
 
 def _internal_ip(node: dict[str, Any]) -> str:
