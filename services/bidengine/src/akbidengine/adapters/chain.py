@@ -80,7 +80,7 @@ class LCDQueries:
     async def open_bids(self, provider: str) -> list[Bid]:
         try:
             return await self.lcd.bids(provider=provider, state="open")
-        except (NodeUnavailable, BadResponse) as exc:
+        except (NodeUnavailable, BadResponse, NotFound) as exc:  # NotFound: a list not served
             raise ChainUnavailable(f"open bids of {provider}: {exc}") from exc
 
     async def provider(self, address: str) -> ProviderRecord:

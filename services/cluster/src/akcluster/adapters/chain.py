@@ -45,7 +45,7 @@ class ProviderMarket:
         try:
             leases = await self.lcd.leases(provider=provider, state="active")
             bids = await self.lcd.bids(provider=provider, state="open")
-        except (NodeUnavailable, BadResponse) as exc:
+        except (NodeUnavailable, BadResponse, NotFound) as exc:  # NotFound: a list not served
             raise ChainUnavailable(f"leases and bids of {provider}: {exc}") from exc
         return [lease.id for lease in leases], [str(bid.id.order_id) for bid in bids]
 
