@@ -19,14 +19,3 @@ RESERVATION_DURATION = Histogram(
     "Time to reserve resources, seconds",
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 10),
 )
-RECONCILE_REPAIRS = Counter(
-    "provider_reconcile_repairs",
-    "Repairs of the periodic comparison with the chain, by kind: bid_open_order_closed (the "
-    "cluster service counts the others)",
-    ["kind"],
-)
-RECONCILE_SWEEPS = Counter(
-    "provider_reconcile_sweeps",
-    "Sweeps of the comparison with the chain: done, or skipped (the chain could not be read)",
-    ["result"],
-)

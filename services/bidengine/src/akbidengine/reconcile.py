@@ -24,12 +24,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from akbidengine import metrics
 from akbidengine.domain.order import close_bid_key
 from akbidengine.domain.reconcile import ChainView, compare, suspects
 from akbidengine.errors import ChainUnavailable
 from akbidengine.handlers import Orders
-from akbus import ConnectionLost, RetryableError
+from akbus import ConnectionLost
+from akservice.reconcile import REPAIRS, keep_sweeping
 from aktypes.events import (
     BidCloseCause,
     BroadcastTx,
@@ -98,21 +98,12 @@ class Reconciliation:
             message="order closed on chain",
         )
         await orders.bus.publish(BIDENGINE_EVENTS, event)
-        metrics.RECONCILE_REPAIRS.labels("bid_open_order_closed").inc()
+        REPAIRS.labels("bid_open_order_closed").inc()
         return True
 
     async def run(self, interval: float, sleep: Callable[[float], Awaitable[bool]]) -> None:
         """Sweep now and every ``interval``; a sweep that cannot read everything is skipped
         (one line says why)."""
-        while True:
-            try:
-                await self.sweep()
-                metrics.RECONCILE_SWEEPS.labels("done").inc()
-            except (ChainUnavailable, ConnectionLost, RetryableError) as exc:
-                metrics.RECONCILE_SWEEPS.labels("skipped").inc()
-                log.warning("reconciliation sweep skipped: %s", exc)
-            except Exception:  # a sweep is an audit: its failure must not stop the service
-                metrics.RECONCILE_SWEEPS.labels("skipped").inc()
-                log.exception("reconciliation sweep failed")
-            if not await sleep(interval):
-                return
+        await keep_sweeping(
+            self.sweep, interval, sleep, unreadable=(ChainUnavailable, ConnectionLost), log=log
+        )

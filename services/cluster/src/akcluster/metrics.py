@@ -52,16 +52,3 @@ CAPABILITY_MISMATCHES = Gauge(
     "cannot be placed); kind storage, gpu or ip_lease",
     ["direction", "kind"],
 )
-RECONCILE_REPAIRS = Counter(
-    "provider_reconcile_repairs",
-    "Repairs of the periodic comparison with the chain, by kind: lease_closed_deployed, "
-    "deployment_without_record, reservation_without_bid (the bid engine counts "
-    "bid_open_order_closed)",
-    ["kind"],
-)
-RECONCILE_SWEEPS = Counter(
-    "provider_reconcile_sweeps",
-    "Sweeps of the comparison with the chain: done, or skipped (the chain or the cluster "
-    "could not be read completely)",
-    ["result"],
-)

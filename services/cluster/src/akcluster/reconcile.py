@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable
 
 from akbus import ConnectionLost
-from akcluster import metrics
 from akcluster.adapters.chain import ProviderMarket
 from akcluster.deployments import Deployments
 from akcluster.domain.reconcile import ChainView, LocalView, Repair, compare, unexplained
@@ -35,6 +34,7 @@ from akcluster.errors import ChainUnavailable, Unavailable
 from akcluster.reservations import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime
+from akservice.reconcile import REPAIRS, keep_sweeping
 from aktypes.events import ChainStatus, ReconcileRepaired, RepairAction
 from aktypes.events.streams import CLUSTER_EVENTS
 from aktypes.ids import OrderID
@@ -135,21 +135,16 @@ class Reconciliation:
             message=repair.message,
         )
         await self.rt.bus.publish(CLUSTER_EVENTS, event)
-        metrics.RECONCILE_REPAIRS.labels(repair.kind).inc()
+        REPAIRS.labels(repair.kind).inc()
         return True
 
     async def run(self) -> None:
         """Sweep now and every ``AP_CLUSTER_RECONCILE_INTERVAL``; a sweep that cannot read
         everything is skipped (one line says why)."""
-        while True:
-            try:
-                await self.sweep()
-                metrics.RECONCILE_SWEEPS.labels("done").inc()
-            except (ChainUnavailable, Unavailable, ConnectionLost) as exc:
-                metrics.RECONCILE_SWEEPS.labels("skipped").inc()
-                log.warning("reconciliation sweep skipped: %s", exc)
-            except Exception:  # a sweep is an audit: its failure must not stop the service
-                metrics.RECONCILE_SWEEPS.labels("skipped").inc()
-                log.exception("reconciliation sweep failed")
-            if not await self.rt.sleep(self.rt.settings.cluster_reconcile_interval):
-                return
+        await keep_sweeping(
+            self.sweep,
+            self.rt.settings.cluster_reconcile_interval,
+            self.rt.sleep,
+            unreadable=(ChainUnavailable, Unavailable, ConnectionLost),
+            log=log,
+        )
