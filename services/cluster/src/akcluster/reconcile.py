@@ -6,7 +6,8 @@ deployed, a reservation stays held. Every ``AP_CLUSTER_RECONCILE_INTERVAL`` the 
 reads what it holds — the leases of the Manifest resources and lease namespaces in
 Kubernetes, then the lease records, then the reservations — and then the chain's active
 leases and open bids of this provider (every page, or the sweep is skipped), looks up the
-orders of the reservations nothing explains, and compares them
+leases held here the chain does not list active and the orders of the reservations nothing
+explains, and compares them
 (:func:`akcluster.domain.reconcile.compare`). A finding is repaired once it was found on two
 sweeps in a row at least ``AP_CLUSTER_RECONCILE_GRACE`` apart
 (:class:`aktypes.reconcile.Sightings`), through the paths the events take: a closed lease
@@ -29,7 +30,14 @@ from collections.abc import Callable
 from akbus import ConnectionLost
 from akcluster.adapters.chain import ProviderMarket
 from akcluster.deployments import Deployments
-from akcluster.domain.reconcile import ChainView, LocalView, Repair, compare, unexplained
+from akcluster.domain.reconcile import (
+    ChainView,
+    LocalView,
+    Repair,
+    compare,
+    unexplained,
+    unlisted,
+)
 from akcluster.errors import ChainUnavailable, Unavailable
 from akcluster.reservations import Reservations
 from akcluster.settings import ClusterSettings
@@ -84,8 +92,9 @@ class Reconciliation:
             reservations=list(ledger.reservations),
         )
         listed = await self.market.listed(provider)
-        suspects = unexplained(local, ChainView(active_leases=listed[0], open_bids=listed[1]))
-        return local, await self.market.looked_up(provider, suspects, listed)
+        partial = ChainView(active_leases=listed[0], open_bids=listed[1])
+        leases, orders = unlisted(local, partial), unexplained(local, partial)
+        return local, await self.market.looked_up(provider, leases, orders, listed)
 
     async def sweep(self) -> list[Repair]:
         """One sweep: the repairs made (those that changed something)."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from akcluster.domain.reconcile import ChainView, LocalView, Repair, compare, unexplained
+from akcluster.domain.reconcile import (
+    ChainView,
+    LocalView,
+    Repair,
+    compare,
+    unexplained,
+    unlisted,
+)
 from aktypes.ids import LeaseID
 from aktypes.testing import address
 
@@ -29,29 +36,56 @@ def test_agreement_calls_for_nothing() -> None:
         reservations=[order(1), order(2), order(3)],
     )
     chain = ChainView(active_leases=[lease(1), lease(2)], open_bids=[order(3)])
+    assert unlisted(local, chain) == []
     assert unexplained(local, chain) == []
     assert compare(local, chain) == []
 
 
 def test_a_lease_closed_on_chain_but_recorded_here_is_torn_down() -> None:
-    local = LocalView(records=[lease(1), lease(2)], manifests=[lease(1), lease(2)])
-    chain = ChainView(active_leases=[lease(2)])
-    assert kinds(compare(local, chain)) == [("lease_closed_deployed", "torn_down", str(lease(1)))]
+    records = [lease(d) for d in range(1, 6)]
+    local = LocalView(records=records, manifests=records)
+    listed = ChainView(active_leases=[lease(5)])
+    assert unlisted(local, listed) == records[:4]
+    chain = ChainView(
+        active_leases=[lease(5)],
+        leases={
+            lease(1): "closed",
+            lease(2): "insufficient_funds",  # escrow depleted
+            lease(3): "",  # the chain has none
+            lease(4): "reclaiming",  # a state not known here: left alone
+        },
+    )
+    assert kinds(compare(local, chain)) == [
+        ("lease_closed_deployed", "torn_down", str(lease(1))),
+        ("lease_closed_deployed", "torn_down", str(lease(2))),
+        ("lease_closed_deployed", "torn_down", str(lease(3))),
+    ]
+    assert [r.message for r in compare(local, chain)] == [
+        "lease closed",
+        "lease insufficient_funds",
+        "lease gone",
+    ]
+    assert compare(local, listed) == []  # not looked up: nothing
 
 
 def test_a_deployment_without_record_is_adopted_when_active_on_chain_else_removed() -> None:
     local = LocalView(
         manifests=[lease(1), lease(2)],
-        namespaces=[lease(1), lease(2), lease(3), lease(4)],
+        namespaces=[lease(1), lease(2), lease(3), lease(4), lease(5)],
     )
-    chain = ChainView(active_leases=[lease(1), lease(3)])
+    listed = ChainView(active_leases=[lease(1), lease(3)])
+    assert unlisted(local, listed) == [lease(2), lease(4), lease(5)]
+    chain = ChainView(
+        active_leases=[lease(1), lease(3)],
+        leases={lease(2): "closed", lease(4): "", lease(5): "reclaiming"},
+    )
     assert kinds(compare(local, chain)) == [
         ("deployment_without_record", "adopted", str(lease(1))),
         ("deployment_without_record", "removed", str(lease(2))),  # closed on chain
         ("deployment_without_record", "removed", str(lease(3))),  # no Manifest to adopt
-        ("deployment_without_record", "removed", str(lease(4))),
+        ("deployment_without_record", "removed", str(lease(4))),  # never on chain
     ]
-    assert compare(local, chain)[2].message == "no Manifest resource"
+    assert compare(local, chain)[2].message == "no Manifest"
 
 
 def test_a_reservation_is_freed_only_once_its_order_is_over_for_us() -> None:

@@ -8,10 +8,11 @@ answer, or answers something unreadable, is :class:`~akcluster.errors.ChainUnava
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
 from akchain.errors import BadResponse, NodeUnavailable, NotFound
 from akchain.lcd import LCDClient
+from akchain.models import Bid, Lease, Order
 from akcluster.domain.reconcile import ChainView
 from akcluster.errors import ChainUnavailable
 from aktypes.attributes import Attribute
@@ -50,24 +51,34 @@ class ProviderMarket:
         return [lease.id for lease in leases], [str(bid.id.order_id) for bid in bids]
 
     async def looked_up(
-        self, provider: str, orders: Iterable[str], listed: tuple[list[LeaseID], list[str]]
+        self,
+        provider: str,
+        leases: Iterable[LeaseID],
+        orders: Iterable[str],
+        listed: tuple[list[LeaseID], list[str]],
     ) -> ChainView:
-        """The view of ``listed`` with each order of ``orders`` looked up: its state and
-        our bid's (``""``: none on chain)."""
-        states: dict[str, str] = {}
+        """The view of ``listed`` with each lease of ``leases`` looked up (its state), and
+        each order of ``orders`` (its state and our bid's); ``""``: none on chain."""
+        states: dict[LeaseID, str] = {}
+        orders_: dict[str, str] = {}
         bids: dict[str, str] = {}
-        for order in orders:
-            order_id = OrderID.parse(order)
-            try:
-                try:
-                    states[order] = (await self.lcd.order(order_id)).state
-                except NotFound:
-                    states[order] = ""
-                try:
-                    bids[order] = (await self.lcd.bid(order_id.bid(provider))).state
-                except NotFound:
-                    bids[order] = ""
-            except (NodeUnavailable, BadResponse) as exc:
-                raise ChainUnavailable(f"order {order}: {exc}") from exc
-        leases, open_bids = listed
-        return ChainView(active_leases=leases, open_bids=open_bids, orders=states, bids=bids)
+        try:
+            for lease in leases:
+                states[lease] = await self._state(self.lcd.lease(lease))
+            for order in orders:
+                order_id = OrderID.parse(order)
+                orders_[order] = await self._state(self.lcd.order(order_id))
+                bids[order] = await self._state(self.lcd.bid(order_id.bid(provider)))
+        except (NodeUnavailable, BadResponse) as exc:
+            raise ChainUnavailable(f"a lease, order or bid of {provider}: {exc}") from exc
+        active, open_bids = listed
+        return ChainView(
+            active_leases=active, open_bids=open_bids, leases=states, orders=orders_, bids=bids
+        )
+
+    @staticmethod
+    async def _state(query: Awaitable[Lease | Order | Bid]) -> str:
+        try:
+            return (await query).state
+        except NotFound:
+            return ""

@@ -16,7 +16,9 @@ of this provider (:class:`ChainView`), and returns the repairs, one per finding:
   longer open (or gone) and no bid of ours is open or active on it, or our bid on it was
   closed or lost. While the order is open without a bid of ours, the bid may be on its way.
 
-The reservations to look up one by one are :func:`unexplained`'s. Whether a finding is
+A lease not in the chain's list of active leases is looked up one by one
+(:func:`unlisted`, :attr:`ChainView.leases`): a state this code does not know leaves it
+alone. The reservations to look up are :func:`unexplained`'s. Whether a finding is
 repaired now is :class:`aktypes.reconcile.Sightings`' rule (two sweeps in a row).
 """
 
@@ -29,6 +31,7 @@ from aktypes.events import RepairAction, RepairKind
 from aktypes.ids import LeaseID
 
 LIVE_BID = frozenset({"open", "active"})
+LEASE_OVER = frozenset({"closed", "insufficient_funds", ""})  # "": the chain has none
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,12 @@ class LocalView:
 @dataclass(frozen=True)
 class ChainView:
     """The chain's leases and bids of this provider: the active leases, the orders with an
-    open bid, and for the orders looked up one by one, the order's state and our bid's
-    (``""``: the chain has none)."""
+    open bid, the state of each lease looked up one by one, and for the orders looked up,
+    the order's state and our bid's (``""``: the chain has none)."""
 
     active_leases: Collection[LeaseID] = ()
     open_bids: Collection[str] = ()
+    leases: Mapping[LeaseID, str] = field(default_factory=dict)
     orders: Mapping[str, str] = field(default_factory=dict)
     bids: Mapping[str, str] = field(default_factory=dict)
 
@@ -78,6 +82,13 @@ def _explained(local: LocalView, chain: ChainView) -> set[str]:
     )
 
 
+def unlisted(local: LocalView, chain: ChainView) -> list[LeaseID]:
+    """Leases held here (a record, a Manifest resource, a namespace) the chain does not
+    list active: to look up."""
+    held = set(local.records) | set(local.manifests) | set(local.namespaces)
+    return sorted(held - set(chain.active_leases), key=str)
+
+
 def unexplained(local: LocalView, chain: ChainView) -> list[str]:
     """Orders with a reservation and no open bid, active lease or record: to look up."""
     explained = _explained(local, chain)
@@ -93,23 +104,33 @@ def _over(order_state: str, bid_state: str) -> bool:
 def compare(local: LocalView, chain: ChainView) -> list[Repair]:
     """Every disagreement between ``local`` and ``chain``, as the repair it calls for."""
     active = set(chain.active_leases)
-    records = set(local.records)
+    records, manifests = set(local.records), set(local.manifests)
+
+    def over(lease: LeaseID) -> str | None:
+        """How the chain has the lease when it is over for us (None: it is not, or it was
+        not looked up)."""
+        state = chain.leases.get(lease)
+        if lease in active or state not in LEASE_OVER:
+            return None
+        return state or "gone"
+
     repairs = [
-        Repair(
-            "lease_closed_deployed", "torn_down", str(lease.order_id), lease, "not active on chain"
-        )
-        for lease in sorted(records - active, key=str)
+        Repair("lease_closed_deployed", "torn_down", str(lease.order_id), lease, f"lease {state}")
+        for lease in sorted(records, key=str)
+        if (state := over(lease)) is not None
     ]
-    manifests = set(local.manifests)
     for lease in sorted(manifests | set(local.namespaces), key=str):
         if lease in records:
             continue
-        if lease in active and lease in manifests:
-            action: RepairAction = "adopted"
-            message = "active on chain"
+        action: RepairAction
+        if lease in active:
+            action, message = (
+                ("adopted", "lease active") if lease in manifests else ("removed", "no Manifest")
+            )
+        elif (state := over(lease)) is not None:
+            action, message = "removed", f"lease {state}"
         else:
-            action = "removed"
-            message = "no Manifest resource" if lease in active else "not active on chain"
+            continue
         repairs.append(
             Repair("deployment_without_record", action, str(lease.order_id), lease, message)
         )
