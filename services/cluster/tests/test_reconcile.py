@@ -7,6 +7,7 @@ sweeps find the lease not active on chain and tear it down.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import urllib.request
 from collections.abc import AsyncIterator
@@ -91,7 +92,9 @@ async def test_no_repair_without_a_chain_read_and_the_repair_once_there_is_one(
         assert sweeps(cluster, "done") == 0
         assert await repairs(bus) == []
 
-        devnet.start()  # the chain readable again: it has no such lease
+        # the chain readable again (a loaded machine may take a while to start it): it has
+        # no such lease
+        await asyncio.to_thread(devnet.start, timeout=90)
         await eventually(
             lambda: state(bus),
             timeout_s=30,

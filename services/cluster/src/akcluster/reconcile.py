@@ -63,12 +63,8 @@ class Reconciliation:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.rt, self.deployments, self.reservations, self.market = (
-            rt,
-            deployments,
-            reservations,
-            market,
-        )
+        self.rt, self.deployments = rt, deployments
+        self.reservations, self.market = reservations, market
         self.provider = rt.settings.provider_address
         self.sightings: Sightings[tuple[str, str]] = Sightings(rt.settings.cluster_reconcile_grace)
         self.clock = clock
