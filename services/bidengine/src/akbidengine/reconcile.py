@@ -13,9 +13,10 @@ asked to send a ``CloseBid``: the reservation is released, the record closed wit
 chain still has the bid open (Akash's chain closes the bids of a closed order itself; a
 ``CloseBid`` for a closed bid fails and costs a fee), under the key ``close-bid/<order>``
 (the relay's idempotency key: sent at most once, whatever sweep or path sends it again).
-An open bid on chain without a bid in play here gets the same ``CloseBid`` and release. Each
-repair is a ``reconcile.repaired`` on ``akash.provider.bidengine.events`` and counts in
-``provider_reconcile_repairs_total{kind="bid_open_order_closed"}``.
+An open bid on chain without a bid in play here gets the same ``CloseBid`` and release; a
+bid repaired once is not repaired again while the chain still lists it (its ``CloseBid`` is
+on its way). Each repair is a ``reconcile.repaired`` on ``akash.provider.bidengine.events``
+and counts in ``provider_reconcile_repairs_total{kind="bid_open_order_closed"}``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Reconciliation:
         self.orders = orders
         self.sightings: Sightings[str] = Sightings(grace)
         self.clock = clock
+        self.closed: set[str] = set()  # repaired, and still found: the CloseBid is on its way
 
     async def sweep(self) -> list[str]:
         """One sweep: the orders whose bid was closed by it."""
@@ -69,8 +71,10 @@ class Reconciliation:
             found = await orders.chain.order(OrderID.parse(order))
             states[order] = found.state if found is not None else ""
         chain = ChainView(open_bids=listed.open_bids, orders=states)
-        confirmed = self.sightings.confirm(compare(open_records, in_play, chain), self.clock())
-        return [order for order in confirmed if await self.repair(order)]
+        found = compare(open_records, in_play, chain)
+        self.closed &= set(found)
+        confirmed = self.sightings.confirm(found, self.clock())
+        return [o for o in confirmed if o not in self.closed and await self.repair(o)]
 
     async def repair(self, order: str) -> bool:
         """Close our bid on ``order``, closed on chain; whether anything was done (then it is
@@ -86,6 +90,7 @@ class Reconciliation:
             close = CloseBid(bid_id=bid_id, reason=LeaseClosedReason.UNSPECIFIED)
             await orders.bus.publish(CHAIN_TX, BroadcastTx(key=close_bid_key(order), msgs=[close]))
             await ask(UnreserveResources(order_id=order_id), ResourcesUnreserved)
+        self.closed.add(order)
         log.warning(
             "reconciliation: the bid on %s closed (its order is closed on chain)",
             order,

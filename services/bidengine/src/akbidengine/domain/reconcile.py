@@ -8,7 +8,10 @@ open here while the chain lists no open bid of ours on it, and an order the chai
 open bid of ours on while no bid is in play here (a record lost, or ended). Of those, an
 order the chain has closed, or no longer knows, is a repair (:func:`compare`): the bid
 closed (a ``CloseBid`` only while the chain still has it open), its reservation freed.
-An order leased meanwhile (``active``) is not: its ``LeaseCreated`` says whose it is.
+An order leased meanwhile (``active``) is not: its ``LeaseCreated`` says whose it is. A bid in
+play here that the chain lists open is not looked up: the chain closes the bids of a closed
+order itself (Akash's does, and the devnet), so an open listing means an open order, and
+looking up every bid in play each sweep would cost a query per bid.
 """
 
 from __future__ import annotations
