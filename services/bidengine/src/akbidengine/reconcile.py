@@ -68,8 +68,8 @@ class Reconciliation:
         listed = ChainView(open_bids=[str(bid.id.order_id) for bid in bids])
         states: dict[str, str] = {}
         for order in suspects(open_records, in_play, listed):
-            found = await orders.chain.order(OrderID.parse(order))
-            states[order] = found.state if found is not None else ""
+            on_chain = await orders.chain.order(OrderID.parse(order))
+            states[order] = on_chain.state if on_chain is not None else ""
         chain = ChainView(open_bids=listed.open_bids, orders=states)
         found = compare(open_records, in_play, chain)
         self.closed &= set(found)
