@@ -31,6 +31,7 @@ from aktypes.events import (
     OrderCreated,
     Payload,
     ProviderBidClosed,
+    ReconcileRepaired,
     WithdrawalRequested,
 )
 from aktypes.events.envelope import Envelope
@@ -109,6 +110,8 @@ def describe(payload: Payload) -> str:
             return f"escrow of {lease} watched"
         case LeaseFundsMonitor(lease_id=lease):
             return f"escrow of {lease} no longer watched"
+        case ReconcileRepaired(kind=kind, action=action, order_id=order, lease_id=lease):
+            return f"reconciliation: {lease or order} {action} ({kind.replace('_', ' ')})"
     return str(getattr(payload, "type", type(payload).__name__))
 
 

@@ -308,6 +308,13 @@ def example_payloads() -> list[ev.Payload]:
         ),
         ev.LeaseWon(lease_id=lease, group=group, price=price),
         ev.ProviderBidClosed(bid_id=bid, cause=ev.BidCloseCause.LEASE_LOST),
+        ev.ReconcileRepaired(
+            kind="lease_closed_deployed",
+            action="torn_down",
+            order_id=order,
+            lease_id=lease,
+            message="closed on chain, still deployed",
+        ),
         ev.ScreenBid(group=group, owner=owner),
         ev.BidScreened(passed=True, offer=[offer], price=price),
         ev.ManifestReceived(lease_id=lease, version=hash, group=manifest_group),

@@ -129,3 +129,14 @@ def test_escrow_watching_is_described_in_words() -> None:
     removed = ev.LeaseFundsMonitor(lease_id=LEASE, action="remove")
     assert describe(added) == f"escrow of {LEASE} watched"
     assert describe(removed) == f"escrow of {LEASE} no longer watched"
+
+
+def test_a_reconciliation_repair_is_described_in_words() -> None:
+    torn = ev.ReconcileRepaired(
+        kind="lease_closed_deployed", action="torn_down", order_id=LEASE.order_id, lease_id=LEASE
+    )
+    freed = ev.ReconcileRepaired(
+        kind="reservation_without_bid", action="freed", order_id=LEASE.order_id
+    )
+    assert describe(torn) == f"reconciliation: {LEASE} torn_down (lease closed deployed)"
+    assert describe(freed) == (f"reconciliation: {LEASE.order_id} freed (reservation without bid)")

@@ -910,6 +910,23 @@ def test_wire_forms_are_pinned() -> None:
                     "cause": "lease_lost",
                 },
             },
+            "reconcile.repaired": {
+                "type": "reconcile.repaired",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "reconcile.repaired",
+                    "kind": "lease_closed_deployed",
+                    "action": "torn_down",
+                    "order_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "message": "closed on chain, still deployed",
+                },
+            },
             "bidengine.screen": {
                 "type": "bidengine.screen",
                 "id": "0123456789abcdef0123456789abcdef",

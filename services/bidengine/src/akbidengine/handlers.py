@@ -347,17 +347,18 @@ class Orders:
         envelope: Envelope[Any] | None,
         *,
         send: bool,
-    ) -> None:
-        """Our bid on ``order`` is over: release the reservation, close the bid if needed."""
+    ) -> bool:
+        """Our bid on ``order`` is over: release the reservation, close the bid if needed.
+        Whether the bid was in play (then its record is closed, or closing)."""
         record = await self.record(order)
         order_id = OrderID.parse(order)
         if record is None:
             # A reservation may have been asked for and not answered yet (the cluster was
             # down): release it. The cluster then refuses any later reservation of the order.
             await self._unreserve(ask, order_id)
-            return
+            return False
         if record.state not in ("bidding", "open", "closing"):
-            return
+            return False
         await self._unreserve(ask, order_id)
         if send and record.state == "open":
             # A lost bid is marked lost by the chain, a closed order's bids are closed by it:
@@ -375,6 +376,7 @@ class Orders:
 
         before, after = await self.records.update(order, over, cause=envelope)
         self._count_closed(before, after)
+        return after is not None
 
     async def on_lease_created(self, msg: Message[LeaseCreated]) -> None:
         lease = msg.payload.lease_id

@@ -5,7 +5,8 @@ status), read its on-chain attributes and audits, then consume ``akash.chain.eve
 (orders, leases, bids, attribute changes; partitioned by order so one order's events run in
 order), ``akash.provider.chain.results`` (our bid transactions) and
 ``akash.provider.bidengine.commands`` (bid screening); run the bid deadlines, the periodic
-catch-up of open orders and the status publisher. Every order's state is in Redis: a
+catch-up of open orders, the reconciliation of its bids with the chain
+(:mod:`akbidengine.reconcile`) and the status publisher. Every order's state is in Redis: a
 restarted engine resumes each one where it was.
 """
 
@@ -27,6 +28,7 @@ from akbidengine.domain.pricing import PricingStrategy
 from akbidengine.errors import ChainUnavailable, ProviderConfigError
 from akbidengine.facts import Facts
 from akbidengine.handlers import BidPolicy, Orders
+from akbidengine.reconcile import Reconciliation
 from akbidengine.screening import on_screen_bid
 from akbidengine.settings import BidSettings
 from akbus import ConnectionLost, Message
@@ -168,6 +170,8 @@ async def start(rt: Runtime[BidSettings]) -> None:
         keep_catching_up(orders, uuid.uuid4().hex[:8], settings.bid_catchup_interval, rt.sleep),
         "catch-up",
     )
+    reconciliation = Reconciliation(orders, grace=settings.bid_reconcile_grace)
+    rt.supervise(reconciliation.run(settings.bid_reconcile_interval, rt.sleep), "reconciliation")
     rt.publish_status(lambda: status(rt), rt.settings.bidengine_status_interval)
     rt.supervise(watch_balance(rt, facts), "balance")
 

@@ -78,6 +78,18 @@ class BidSettings(BaseSettings):
     bid_catchup_interval: Duration = Field(
         default=300.0, gt=0, description="read the open orders again this often (missed events)"
     )
+    bid_reconcile_interval: Duration = Field(
+        default=120.0,
+        gt=0,
+        description="compare the bids in play with the chain this often (a bid left open for "
+        "a closed order is closed)",
+    )
+    bid_reconcile_grace: Duration = Field(
+        default=60.0,
+        ge=0,
+        description="reconciliation: a finding is repaired once seen on two sweeps in a row "
+        "at least this far apart",
+    )
     bid_concurrency: int = Field(default=64, ge=1, description="orders handled at once")
     bidengine_status_interval: Duration = Field(
         default=5.0, gt=0, description="how often status is published"

@@ -58,6 +58,9 @@ class MemoryChain:
     async def bid(self, bid_id: BidID) -> Bid | None:
         return self.bids.get(str(bid_id))
 
+    async def open_bids(self, provider: str) -> list[Bid]:
+        return [b for b in self.bids.values() if b.state == "open" and b.id.provider == provider]
+
     async def provider(self, address: str) -> ProviderRecord:  # noqa: ARG002 - one provider here
         return self.record
 

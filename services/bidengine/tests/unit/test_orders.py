@@ -20,6 +20,7 @@ from akbidengine.domain.order import DEADLINES_KEY, OrderRecord, record_key
 from akbidengine.domain.pricing import ScaleStrategy
 from akbidengine.facts import Facts
 from akbidengine.handlers import BidPolicy, Orders
+from akbidengine.reconcile import Reconciliation
 from akbidengine.service import order_of
 from akbidengine.testing import MemoryChain
 from akbus import Bus, Message
@@ -39,6 +40,7 @@ from aktypes.events import (
     OrderClosed,
     OrderCreated,
     ProviderBidClosed,
+    ReconcileRepaired,
     ReservationFailed,
     ReserveResources,
     ResourceOffer,
@@ -332,3 +334,46 @@ async def test_an_order_closed_before_its_reservation_was_answered_releases_it(
     )
     assert await engine.record(order_id) is None
     assert await engine.txs() == []
+
+
+async def test_the_sweep_closes_bids_left_open_for_closed_orders_once(engine: Engine) -> None:
+    sweeps = Reconciliation(engine.orders, grace=10.0, clock=lambda: engine.now[0])
+
+    def bid_on(order_id: OrderID) -> Bid:
+        price = DecCoin(denom="uact", amount=Dec(20))
+        return Bid(id=order_id.bid(PROVIDER), state="open", price=price, created_at=1)
+
+    held, kept, unrecorded = engine.add_order(1), engine.add_order(2), engine.add_order(3)
+    for order_id in (held, kept):
+        await engine.publish(OrderCreated(order_id=order_id, height=5, tx_index=0, event_index=0))
+        await state_of(engine, order_id, "bidding")
+        await engine.publish(committed(order_id))
+        await state_of(engine, order_id, "open")
+    for order_id in (held, kept, unrecorded):  # ours on chain; no record of the third here
+        engine.chain.bids[str(order_id.bid(PROVIDER))] = bid_on(order_id)
+    for order_id in (held, unrecorded):  # closed, their OrderClosed missed
+        closed = engine.chain.orders[str(order_id)].model_copy(update={"state": "closed"})
+        engine.chain.orders[str(order_id)] = closed
+    # the chain closed our bid on the first with it (as Akash's does); the third's it left open
+    engine.chain.bids[str(held.bid(PROVIDER))] = bid_on(held).model_copy(update={"state": "closed"})
+
+    assert await sweeps.sweep() == []  # first sighting
+    engine.now[0] += 5
+    assert await sweeps.sweep() == []  # within the grace
+    engine.now[0] += 10
+    assert await sweeps.sweep() == [str(held), str(unrecorded)]
+    engine.now[0] += 10
+    assert await sweeps.sweep() == []  # the chain still lists the third: its CloseBid is on its way
+    txs = await engine.on(CHAIN_TX, BroadcastTx)
+    closes = [tx.key for tx in txs if isinstance(tx.msgs[0], CloseBid)]
+    assert closes == [f"close-bid/{unrecorded}"]  # once; none for a bid the chain closed
+    record = await engine.record(held)
+    assert record is not None
+    assert (record.state, record.cause) == ("closed", BidCloseCause.ORDER_CLOSED)
+    assert str(held) not in engine.cluster.held
+    assert str(kept) in engine.cluster.held
+    repaired = await engine.on(BIDENGINE_EVENTS, ReconcileRepaired)
+    assert [(r.kind, r.action, r.order_id) for r in repaired] == [
+        ("bid_open_order_closed", "closed", held),
+        ("bid_open_order_closed", "closed", unrecorded),
+    ]

@@ -8,8 +8,8 @@
     ├── Rejected             a lease's objects refused (a 4xx, a hostname or endpoint already
     │                        claimed): names what and why
     ├── LeaseNotFound        no namespace or Manifest for the lease
-    ├── ChainUnavailable     the node cannot tell the provider's attributes now (the
-    │                        capabilities check keeps what it read last)
+    ├── ChainUnavailable     the node cannot answer now (the capabilities check keeps what
+    │                        it read last; the reconciliation skips its sweep)
     └── MoveRefused          a hostname or endpoint cannot move to the lease asking for it
                              (``invalid``: not in use; ``forbidden``: another tenant's)
 
@@ -52,7 +52,8 @@ class LeaseNotFound(ClusterError):
 
 
 class ChainUnavailable(ClusterError):
-    """The node cannot answer the capabilities check's query now; says which and why."""
+    """The node cannot answer a query now (the capabilities check's, the reconciliation's);
+    says which and why."""
 
 
 class MoveRefused(ClusterError):

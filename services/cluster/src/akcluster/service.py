@@ -12,8 +12,11 @@ what ``LeaseClosed`` ends, keep each lease's Kubernetes events on its stream (``
 ``AP_CLUSTER_STATUS_INTERVAL``, an ``InventoryChanged`` event (on change only) and the
 retained status, with the capabilities check (:mod:`akcluster.capabilities`: the inventory
 against the provider's on-chain capability attributes, computed again whenever either
-changes). Ingresses and leased-IP Services are the hostname and IP operators' work:
-the cluster declares ProviderHosts and ProviderLeasedIPs for them.
+changes), and compare, at start and every ``AP_CLUSTER_RECONCILE_INTERVAL``, the leases,
+deployments and reservations with the chain's leases and bids of the provider, repairing
+what a missed chain event left behind (:mod:`akcluster.reconcile`). Ingresses and
+leased-IP Services are the hostname and IP operators' work: the cluster declares
+ProviderHosts and ProviderLeasedIPs for them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 from akbus import ConnectionLost
 from akchain.lcd import LCDClient
 from akcluster import metrics
-from akcluster.adapters.chain import ProviderAttributes
+from akcluster.adapters.chain import ProviderAttributes, ProviderMarket
 from akcluster.adapters.null import load_inventory
 from akcluster.capabilities import Capabilities, disabled
 from akcluster.deployments import Backend, Deployments, MonitorPolicy
@@ -35,6 +38,7 @@ from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
 from akcluster.errors import InventoryFileError, Unavailable
 from akcluster.leaseevents import LeaseEvents
+from akcluster.reconcile import Reconciliation
 from akcluster.reservations import Reservations
 from akcluster.settings import ClusterSettings
 from akservice import Runtime, ServiceSpec
@@ -325,8 +329,13 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     chain = rt.subscriber(CHAIN_EVENTS)
     chain.add(LeaseClosed, deployments.on_lease_closed)
     capabilities = None
-    if settings.cluster_capabilities_check:
+    lcd = None
+    if settings.cluster_capabilities_check or settings.cluster_reconcile:
         lcd = await rt.resource(LCDClient(settings.api))
+    if settings.cluster_reconcile and lcd is not None:
+        reconciliation = Reconciliation(rt, deployments, res, ProviderMarket(lcd))
+        rt.supervise(reconciliation.run(), "reconciliation")
+    if settings.cluster_capabilities_check and lcd is not None:
         capabilities = Capabilities(rt, ProviderAttributes(lcd), view.changed)
         chain.add(ProviderUpdated, capabilities.on_provider_updated)
         rt.supervise(capabilities.run(settings.cluster_capabilities_interval), "capabilities")

@@ -9,7 +9,8 @@ refused when no Ingress could carry the hostnames made from it. The process's ow
 from the service runtime (``python -m akcluster --help`` lists them all).
 
 The capabilities check reads the provider's attributes from the node (``AP_API``, the
-provider ``AP_PROVIDER_ADDRESS`` or the chain relay's), as the bid engine does.
+provider ``AP_PROVIDER_ADDRESS`` or the chain relay's), as the bid engine does; the
+reconciliation (``AP_CLUSTER_RECONCILE_*``) reads its leases and bids there.
 
 What the operators know is not configured here: the ``kube`` backend's inventory is the
 inventory operator's (``AP_INVENTORY_*``), the leased IPs it may offer are the IP operator's
@@ -126,13 +127,28 @@ class ClusterSettings(BaseSettings):
     cluster_capabilities_interval: Duration = Field(
         default=60.0, gt=0, description="capabilities check: re-read the provider's attributes"
     )
+    cluster_reconcile: bool = Field(
+        default=True,
+        description="compare the leases, deployments and reservations with the chain's "
+        "leases and bids of the provider, and repair what a missed chain event left behind",
+    )
+    cluster_reconcile_interval: Duration = Field(
+        default=120.0, gt=0, description="reconciliation: time between two sweeps"
+    )
+    cluster_reconcile_grace: Duration = Field(
+        default=60.0,
+        ge=0,
+        description="reconciliation: a finding is repaired once seen on two sweeps in a row "
+        "at least this far apart",
+    )
     api: str = Field(
         default="http://localhost:1317",
-        description="capabilities check: Cosmos REST (LCD) of the node",
+        description="capabilities check and reconciliation: Cosmos REST (LCD) of the node",
     )
     provider_address: str = Field(
         default="",
-        description="capabilities check: the provider's account (empty: the chain relay's)",
+        description="capabilities check and reconciliation: the provider's account (empty: "
+        "the chain relay's)",
     )
     cluster_lease_events_maxlen: int = Field(
         default=1000,

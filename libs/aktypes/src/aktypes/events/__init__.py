@@ -89,6 +89,7 @@ from aktypes.events.provider import (
     SweepRequested,
     WithdrawalRequested,
 )
+from aktypes.events.reconcile import ReconcileRepaired, RepairAction, RepairKind
 from aktypes.events.status import (
     BalanceStatus,
     BidEngineStatus,
@@ -180,8 +181,15 @@ STREAM_TYPES: dict[str, tuple[type[Payload], ...]] = {
         LeaseTornDown,
         InventoryChanged,
         LeaseFundsMonitor,
+        ReconcileRepaired,
     ),
-    streams.BIDENGINE_EVENTS: (BidPlaced, BidDeclined, LeaseWon, ProviderBidClosed),
+    streams.BIDENGINE_EVENTS: (
+        BidPlaced,
+        BidDeclined,
+        LeaseWon,
+        ProviderBidClosed,
+        ReconcileRepaired,
+    ),
     streams.BIDENGINE_COMMANDS: (ScreenBid,),
     streams.MANIFEST_EVENTS: (ManifestReceived, ManifestRejected, ManifestTimedOut),
     streams.MANIFEST_COMMANDS: (SubmitManifest,),
@@ -273,6 +281,9 @@ __all__ = [
     "Payload",
     "ProviderBidClosed",
     "ProviderUpdated",
+    "ReconcileRepaired",
+    "RepairAction",
+    "RepairKind",
     "ReservationFailed",
     "ReservationFound",
     "ReserveResources",

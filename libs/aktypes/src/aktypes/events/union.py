@@ -78,6 +78,7 @@ from aktypes.events.provider import (
     SweepRequested,
     WithdrawalRequested,
 )
+from aktypes.events.reconcile import ReconcileRepaired
 from aktypes.events.status import (
     BalanceStatus,
     BidEngineStatus,
@@ -141,6 +142,7 @@ Event = Annotated[
     | BidDeclined
     | LeaseWon
     | ProviderBidClosed
+    | ReconcileRepaired
     | ScreenBid
     | BidScreened
     | ManifestReceived

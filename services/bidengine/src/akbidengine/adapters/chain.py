@@ -40,6 +40,10 @@ class ChainQueries(Protocol):
 
     async def bid(self, bid_id: BidID) -> Bid | None: ...
 
+    async def open_bids(self, provider: str) -> list[Bid]:
+        """Every open bid of ``provider``, read through every page."""
+        ...
+
     async def provider(self, address: str) -> ProviderRecord: ...
 
 
@@ -72,6 +76,12 @@ class LCDQueries:
             return None
         except (NodeUnavailable, BadResponse) as exc:
             raise ChainUnavailable(f"bid {bid_id}: {exc}") from exc
+
+    async def open_bids(self, provider: str) -> list[Bid]:
+        try:
+            return await self.lcd.bids(provider=provider, state="open")
+        except (NodeUnavailable, BadResponse, NotFound) as exc:  # NotFound: a list not served
+            raise ChainUnavailable(f"open bids of {provider}: {exc}") from exc
 
     async def provider(self, address: str) -> ProviderRecord:
         try:

@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from akbus import Change, Message
 from akcluster.deployments.context import Context
 from akcluster.deployments.records import stamped
 from akcluster.domain.leases import LeaseRecord, service_names
-from aktypes.events import LeaseClosed, ManifestReceived
+from aktypes.events import Envelope, LeaseClosed, ManifestReceived
+from aktypes.ids import LeaseID
 
 log = logging.getLogger("akcluster.deployments")
 
@@ -59,7 +61,12 @@ class Events:
             self.wake.set()
 
     async def on_lease_closed(self, msg: Message[LeaseClosed]) -> None:
-        lease_id = msg.payload.lease_id
+        await self.close(msg.payload.lease_id, msg.envelope)
+
+    async def close(self, lease_id: LeaseID, cause: Envelope[Any] | None = None) -> bool:
+        """The lease is closed: queue its teardown (or give its reservation back, when it
+        was never deployed here). False when there was nothing to do: its teardown is
+        queued or done already, and it holds no reservation."""
         now = self.clock()
 
         def closing(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
@@ -68,8 +75,9 @@ class Events:
             after = before.model_copy(update={"state": "closing", "retries": 0})
             return stamped(after, self.clock, due=now)
 
-        before, after = await self.records.update(str(lease_id), closing, cause=msg.envelope)
+        before, after = await self.records.update(str(lease_id), closing, cause=cause)
         if before is None:  # never deployed here: only a reservation to give back
-            await self.reservations.release(str(lease_id.order_id), msg.envelope)
+            return await self.reservations.release(str(lease_id.order_id), cause)
         if after is not None:
             self.wake.set()
+        return after is not None

@@ -108,10 +108,32 @@ class Deployments:
     async def migrate_endpoints(self, msg: Message[MigrateEndpoints]) -> None:
         await self.queries.migrate_endpoints(msg)
 
-    # -- the worker and recovery ----------------------------------------------------------
+    # -- the worker, recovery, the reconciliation's repairs ----------------------------
     async def run(self, stopping: asyncio.Event, poll_s: float = 1.0) -> None:
         """Take every due step, a few leases at a time, until ``stopping``."""
         await self.worker.run(stopping, poll_s)
+
+    async def found(self) -> tuple[list[LeaseID], list[LeaseID], list[LeaseID]]:
+        """What the reconciliation compares with the chain: the leases of the Manifest
+        resources and of the lease namespaces (read first: a lease's record is made before
+        its objects), then the leases with an active record."""
+        async with self.context.backend.scan() as scan:
+            manifests, namespaces = await scan.unclaimed()
+        members = [LeaseID.parse(member) for member in await self.records.members()]
+        return list(manifests), list(namespaces), members
+
+    async def close(self, lease_id: LeaseID) -> bool:
+        """The lease is closed on chain: as ``LeaseClosed`` does (:meth:`.Events.close`)."""
+        return await self.events.close(lease_id)
+
+    async def take_over(self, lease_id: LeaseID) -> str:
+        """Adopt a lease found in Kubernetes without a record (:meth:`.Recovery.take_over`)."""
+        return await self.recovery.take_over(lease_id)
+
+    async def remove(self, lease_id: LeaseID) -> bool:
+        """Tear down a lease's objects unless it has an active record
+        (:meth:`.Recovery.queue_teardown`)."""
+        return await self.recovery.queue_teardown(lease_id)
 
     async def recover(self) -> dict[str, int]:
         """Reconcile the records with the cluster (:meth:`.Recovery.recover`); what was done,

@@ -86,31 +86,39 @@ class Recovery:
             if str(lease_id) in known:
                 continue
             known.add(str(lease_id))
-            resource = await self.backend.manifest(lease_id)
-            if resource is None:  # gone meanwhile
-                continue
-            _, group, version = group_from_manifest_object(resource)
-            closed = await self.records.get(str(lease_id))
-            if closed is None:
-                hosts = generated_hosts(group, await self.backend.provider_hosts(lease_id))
-                ips = go_endpoints(
-                    lease_id, group, await self.backend.provider_leased_ips(lease_id)
-                )
-                params = scheduler_params_from_manifest_object(resource)
-                allocated = allocation_of(group, params)
-                await self._adopt(lease_id, group, version, (hosts, ips), allocated)
+            if await self.take_over(lease_id) == "adopted":
                 counts["adopted"] += 1
-            elif closed.state == "closed":  # closed here: the resource is a leftover
-                await self._queue_teardown(lease_id, group, version)
         for lease_id in namespaces:
             if str(lease_id) not in known:
                 log.warning("lease namespace of %s has no manifest: tearing it down", lease_id)
-                await self._queue_teardown(lease_id, None, "")
+                await self.queue_teardown(lease_id)
                 counts["orphans"] += 1
         for outcome, count in counts.items():
             metrics.RECOVERED.labels(outcome).inc(count)
         self.wake.set()
         return counts
+
+    async def take_over(self, lease_id: LeaseID) -> str:
+        """A lease found with a Manifest resource and no active record: ``adopted`` (a
+        record made from the resource, its deploy queued), ``removed`` (its record is
+        closed: the resource is a leftover, torn down), ``kept`` (it has an active record
+        now) or ``gone`` (no Manifest resource any more)."""
+        resource = await self.backend.manifest(lease_id)
+        if resource is None:  # gone meanwhile
+            return "gone"
+        _, group, version = group_from_manifest_object(resource)
+        closed = await self.records.get(str(lease_id))
+        if closed is None:
+            hosts = generated_hosts(group, await self.backend.provider_hosts(lease_id))
+            ips = go_endpoints(lease_id, group, await self.backend.provider_leased_ips(lease_id))
+            params = scheduler_params_from_manifest_object(resource)
+            allocated = allocation_of(group, params)
+            adopted = await self._adopt(lease_id, group, version, (hosts, ips), allocated)
+            return "adopted" if adopted else "kept"
+        if closed.state == "closed":  # closed here: the resource is a leftover
+            await self.queue_teardown(lease_id, group, version)
+            return "removed"
+        return "kept"
 
     async def _outcome(
         self, record: LeaseRecord, scan: Scan, ledger: Ledger, names: tuple[Holders, Holders]
@@ -146,7 +154,7 @@ class Recovery:
         version: str,
         names: tuple[dict[str, str], list[str]],
         allocated: list[ResourceOffer],
-    ) -> None:
+    ) -> bool:
         """A record for a lease found only in Kubernetes, deployed next: its group, the
         generated hostnames its ProviderHosts name and the endpoints its ProviderLeasedIPs
         key as Go's (``names``, kept as they are) and a reservation on the GPUs its Manifest
@@ -176,16 +184,27 @@ class Recovery:
             len(endpoints),
             extra={"lease_id": str(lease_id)},
         )
-        await self.records.update(str(lease_id), adopt, absent=True)
+        _, after = await self.records.update(str(lease_id), adopt, absent=True)
+        if after is None:  # a record came meanwhile
+            return False
         await self.reservations.reseed(str(lease_id.order_id), group, allocated)
+        return True
 
-    async def _queue_teardown(self, lease_id: LeaseID, group: Group | None, version: str) -> None:
+    async def queue_teardown(
+        self, lease_id: LeaseID, group: Group | None = None, version: str = ""
+    ) -> bool:
+        """Tear down the objects of a lease without an active record (none, or a closed
+        one); False when it has an active record (now), which is left alone."""
         now = self.clock()
 
-        def close(before: LeaseRecord | None) -> Change[LeaseRecord]:
+        def close(before: LeaseRecord | None) -> Change[LeaseRecord] | None:
+            if before is not None and before.state != "closed":
+                return None
             base = before or LeaseRecord(
                 lease_id=lease_id, group=group or Group(name="", services=[]), version=version
             )
             return stamped(base.model_copy(update={"state": "closing"}), self.clock, due=now)
 
-        await self.records.update(str(lease_id), close)
+        _, after = await self.records.update(str(lease_id), close)
+        self.wake.set()
+        return after is not None
