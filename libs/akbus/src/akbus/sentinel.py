@@ -51,8 +51,7 @@ class SentinelRedis:
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
         self.nodes = [
-            EmbeddedRedis(self.base_dir / name, aof=True, binary=self.binary)
-            for name in ("a", "b")
+            EmbeddedRedis(self.base_dir / name, aof=True, binary=self.binary) for name in ("a", "b")
         ]
         for node in self.nodes:
             node.extra_args = _NODE_ARGS
@@ -110,7 +109,10 @@ class SentinelRedis:
         for port in self.sentinel_ports:
             with contextlib.closing(_client(port)) as client:
                 info = client.sentinel_master(SERVICE)
-                if int(info.get("num-slaves", 0)) < 1 or int(info.get("num-other-sentinels", 0)) < 2:
+                if (
+                    int(info.get("num-slaves", 0)) < 1
+                    or int(info.get("num-other-sentinels", 0)) < 2
+                ):
                     return False
         return True
 
