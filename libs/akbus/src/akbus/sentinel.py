@@ -109,6 +109,8 @@ class SentinelRedis:
         for port in self.sentinel_ports:
             with contextlib.closing(_client(port)) as client:
                 info = client.sentinel_master(SERVICE)
+                if not isinstance(info, dict):
+                    return False
                 if (
                     int(info.get("num-slaves", 0)) < 1
                     or int(info.get("num-other-sentinels", 0)) < 2
@@ -151,7 +153,7 @@ class SentinelRedis:
                     found = client.sentinel_get_master_addr_by_name(SERVICE)
             except (redis.ConnectionError, redis.TimeoutError):
                 continue
-            if found:
+            if isinstance(found, tuple | list):
                 named[int(found[1])] = named.get(int(found[1]), 0) + 1
         for node_port, votes in named.items():
             if votes >= QUORUM:
@@ -233,7 +235,7 @@ def _client(port: int) -> redis.Redis:
 
 def _role(node: EmbeddedRedis) -> str:
     with contextlib.closing(node.client()) as client:
-        role = client.execute_command("ROLE")
+        role = client.execute_command("ROLE")  # type: ignore[no-untyped-call]
     name = role[0]
     return name.decode() if isinstance(name, bytes) else str(name)
 
