@@ -38,8 +38,10 @@ a primary, a replica, three Sentinels) and N times, spread over the run, the pri
 SIGKILLed (the random kills then spare Redis): the Sentinels promote the replica, every
 process must follow it without a restart, and the killed server rejoins as a replica. Each
 failover prints how long it took from the kill to the first write through the new primary,
-to the relay's cursor moving again and to the next transaction committed through the relay,
-and what the tenants won and got deployed after it.
+to the relay's cursor moving again, to the next transaction committed through the relay
+and to a lease won after the kill with its manifest accepted; the line before the audit's
+sums them up (``chaos failovers=<n> unrecovered=<m> write_s=max:…,mean:… relay_s=… tx_s=…
+lease_s=…``; ``unrecovered`` counts the signs not seen within 90 s).
 
 Closed leases must be torn down too (no namespace left in kubesim): the line before the
 last counts them (``not_torn_down``). The exit code is 1 when any count is not 0. The last
@@ -309,6 +311,7 @@ class Recovery:
     write_s: float
     relay_s: float | None
     tx_s: float | None
+    lease_s: float | None  # a lease won after the kill, and its manifest accepted
 
 
 @dataclass
@@ -333,7 +336,8 @@ class Failovers:
             print(
                 f"  failover {k + 1}/{count} at {at:.0f}s: the new primary took a write after "
                 f"{found.write_s:.2f}s, the relay's cursor moved after {_s(found.relay_s)}, "
-                f"a transaction was committed through the relay after {_s(found.tx_s)}",
+                f"a transaction was committed through the relay after {_s(found.tx_s)}, "
+                f"a new lease was won and its manifest accepted after {_s(found.lease_s)}",
                 flush=True,
             )
 
@@ -350,30 +354,37 @@ class Failovers:
 
         await until_reachable("probe", lambda: self.bus.transact(probe))
         write_s = time.monotonic() - began
-        relay_s = tx_s = None
-        while time.monotonic() - began < PROGRESS_S and (relay_s is None or tx_s is None):
+        relay_s = tx_s = lease_s = None
+        rejoined = False
+        while time.monotonic() - began < PROGRESS_S and None in (relay_s, tx_s, lease_s):
             if relay_s is None and int(await self.bus.backend.get(CURSOR_KEY) or 0) > cursor:
                 relay_s = time.monotonic() - began
             if tx_s is None and await self.bus.backend.entries(
                 CHAIN_RESULTS, start=f"({last_result}", count=1
             ):
                 tx_s = time.monotonic() - began
+            won = [t for t in self.book.won_at if t > began]
+            if lease_s is None and won and any(t > won[0] for t in self.book.delivered_at):
+                lease_s = time.monotonic() - began
+            if not rejoined and relay_s is not None:  # the old primary back, as a replica
+                await asyncio.to_thread(self.sentinel.rejoin, killed)
+                rejoined = True
             await asyncio.sleep(0.05)
-        await asyncio.to_thread(self.sentinel.rejoin, killed)
-        return Recovery(write_s, relay_s, tx_s)
+        if not rejoined:
+            await asyncio.to_thread(self.sentinel.rejoin, killed)
+        return Recovery(write_s, relay_s, tx_s, lease_s)
 
-    def summary(self, book: Book, began: float) -> str:
-        writes = [r.write_s for r in self.done]
-        relays = [r.relay_s for r in self.done if r.relay_s is not None]
-        txs = [r.tx_s for r in self.done if r.tx_s is not None]
-        last = began + max((r.write_s for r in self.done), default=0.0)
-        return (
-            f"failovers={len(self.done)} write_s=max {max(writes, default=0):.2f} "
-            f"mean {sum(writes) / max(len(writes), 1):.2f} relay_s=max {max(relays, default=0):.2f} "
-            f"tx_s=max {max(txs, default=0):.2f} unrecovered={len(self.done) * 2 - len(relays) - len(txs)} "
-            f"won_after={sum(1 for t in book.won_at if t > last)} "
-            f"deployed_after={sum(1 for t in book.delivered_at if t > last)}"
-        )
+    def summary(self) -> str:
+        """``failovers=<n> unrecovered=<m> write_s=… relay_s=… tx_s=… lease_s=…`` (max and
+        mean of each; unrecovered: signs of recovery not seen within 90 s)."""
+        parts = [f"failovers={len(self.done)}"]
+        missing = 0
+        for name in ("write_s", "relay_s", "tx_s", "lease_s"):
+            seen = [v for r in self.done if (v := getattr(r, name)) is not None]
+            missing += len(self.done) - len(seen)
+            mean = sum(seen) / max(len(seen), 1)
+            parts.append(f"{name}=max:{max(seen, default=0):.2f},mean:{mean:.2f}")
+        return f"{parts[0]} unrecovered={missing} " + " ".join(parts[1:])
 
 
 def _s(seconds: float | None) -> str:
@@ -598,7 +609,9 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
             balance_env=dict(BALANCE_ENV),
         )
         try:
+            starting = time.monotonic()
             provider.start()
+            print(f"the suite started in {time.monotonic() - starting:.0f}s", flush=True)
             me = devnet.signer("provider").address
             bus = Bus.connect(RedisSettings(url=redis.url), producer="chaos")
             async with devnet.clients() as chain:
@@ -627,6 +640,7 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
                 stop.set()
                 print("time is up: the tenants finish their rounds", flush=True)
                 await asyncio.wait_for(asyncio.gather(*lives), DELIVERY_DEADLINE_S * 3)
+                print(f"the tenants finished after {time.monotonic() - began:.0f}s", flush=True)
                 final = await settle(
                     lambda: audit(chain, provider, me, book, bus, redis), args.settle
                 )
@@ -644,7 +658,7 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
         f"{dict(monkey.crashes)}; restarts that failed at first: {monkey.restart_failures}"
     )
     if failovers is not None:
-        print(f"chaos {failovers.summary(book, began)}")
+        print(f"chaos {failovers.summary()}")
     for name, found in final.details.items():
         for line in found[:20]:
             print(f"  {name}: {line}")
