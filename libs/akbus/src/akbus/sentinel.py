@@ -200,7 +200,10 @@ class SentinelRedis:
         node.extra_args = (*_NODE_ARGS, "--replicaof", "127.0.0.1", str(primary.port))
         node.socket_path.unlink(missing_ok=True)
         node.start(timeout_s)
-        self._wait(lambda: _replica_synced(node), timeout_s, "the old primary to rejoin")
+        try:
+            self._wait(lambda: _replica_synced(node), timeout_s, "the old primary to rejoin")
+        except EmbeddedRedisError as exc:
+            raise EmbeddedRedisError(f"{exc}: {node._log_tail()}") from None
 
     def fail_over(self, timeout_s: float = 30.0) -> tuple[float, EmbeddedRedis]:
         """Kill the primary, wait for the new one, restart the old one as its replica;
