@@ -424,7 +424,7 @@ class RedisBackend:
     ) -> bool:
         async def run() -> bool:
             applied = await self._optimistic(body, marker, ttl_s)
-            if applied and durable is not None:
+            if durable is not None:  # a mark found may be a first try's, not yet replicated
                 await self._barrier(durable)
             return applied
 
