@@ -133,8 +133,8 @@ class Book:
     closed: int = 0
     retries: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
-    won_at: list[float] = field(default_factory=list)  # when each lease was accepted
-    delivered_at: list[float] = field(default_factory=list)  # when each manifest was accepted
+    won_at: dict[int, float] = field(default_factory=dict)  # dseq: when its bid was accepted
+    delivered_at: dict[int, float] = field(default_factory=dict)  # dseq: its first manifest in
 
 
 def shape_text(rng: random.Random) -> str:
@@ -170,7 +170,7 @@ class Tenants:
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 status, answer = 0, type(exc).__name__
             if status == 200:
-                self.book.delivered_at.append(time.monotonic())
+                self.book.delivered_at.setdefault(dseq, time.monotonic())
                 for lease in leases:
                     self.book.accepted[lease] = shape
                     self.book.undelivered.discard(lease)
@@ -195,7 +195,7 @@ class Tenants:
         try:
             await tenant.wait_for_bids(deployment.dseq, provider=self.provider, timeout=60)
             leases = await tenant.accept(deployment.dseq, self.provider)
-            self.book.won_at.append(time.monotonic())
+            self.book.won_at[deployment.dseq] = time.monotonic()
         except (TimeoutError, LookupError) as exc:
             self.book.errors[f"no lease: {type(exc).__name__}"] += 1
             print(f"  dseq {deployment.dseq}: {exc}", flush=True)
@@ -363,8 +363,10 @@ class Failovers:
                 CHAIN_RESULTS, start=f"({last_result}", count=1
             ):
                 tx_s = time.monotonic() - began
-            won = [t for t in self.book.won_at if t > began]
-            if lease_s is None and won and any(t > won[0] for t in self.book.delivered_at):
+            if lease_s is None and any(
+                won > began and dseq in self.book.delivered_at
+                for dseq, won in list(self.book.won_at.items())
+            ):
                 lease_s = time.monotonic() - began
             if not rejoined and relay_s is not None:  # the old primary back, as a replica
                 await asyncio.to_thread(self.sentinel.rejoin, killed)
