@@ -20,7 +20,15 @@ Throughput is N divided by the time from the first publish to the last handled e
 The last line is ``ratio akbus/raw_batched=<x> akbus/faststream=<y>``: throughput at
 4 consumers against the batched raw loop and against FastStream.
 
-    uv run python bench/bus.py [--events N] [--redis-url URL]
+With ``--durable`` it measures instead what a durable commit costs (:mod:`akbus.sentinel`:
+a primary, a replica and three Sentinels on this machine): N guarded writes
+(``Bus.apply_if``, the records' and reservations' path) and N optimistic transactions
+(``Bus.transact``, WATCH/MULTI/EXEC, the relay's tx records), each one at a time and 16
+at once, without and with ``durable=True`` (``WAIT 1``). The last line is
+``ratio durable/plain apply_if=<x> transact=<y>``: the throughput of 16 writers at once,
+durable against plain.
+
+    uv run python bench/bus.py [--events N] [--redis-url URL] [--durable]
 """
 
 from __future__ import annotations
@@ -38,8 +46,9 @@ from functools import partial
 import redis.asyncio as aioredis
 from faststream.redis import RedisBroker, StreamSub
 
-from akbus import Bus, BusSettings, Message, RedisBackend, RedisSettings
+from akbus import Bus, BusSettings, BusTx, Message, RedisBackend, RedisSettings
 from akbus.embedded import EmbeddedRedis
+from akbus.sentinel import SentinelRedis
 from aktypes.events import OrderClosed
 from aktypes.ids import OrderID
 from aktypes.testing import address
@@ -234,6 +243,47 @@ async def faststream(url: str, stream: str, consumers: int, events: int) -> Resu
     return await measure("FastStream", consumers, events, start, publish)
 
 
+# -- durable commits ------------------------------------------------------------------------
+
+
+async def commits(url: str, kind: str, writers: int, count: int, *, durable: bool) -> Result:
+    """``count`` guarded writes or transactions by ``writers`` at once; latency per commit."""
+    bus = Bus.connect(RedisSettings(url=url), producer="bench")
+    await bus.wait_ready()
+    latencies: list[float] = []
+    numbers = iter(range(count))
+    tag = f"{kind}.{durable}.{writers}"
+
+    async def writer() -> None:
+        for n in numbers:  # shared: each number is taken once
+
+            async def write(tx: BusTx, n: int = n) -> None:
+                tx.state.set(f"bench:{tag}:{n}", "1")
+
+            began = time.perf_counter()
+            if kind == "apply_if":
+                await bus.apply_if(f"bench:{tag}:{n}", None, write, durable=durable)
+            else:
+                await bus.transact(write, durable=durable)
+            latencies.append(time.perf_counter() - began)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(writers)))
+    seconds = time.perf_counter() - began
+    await bus.close()
+    name = f"{kind} {'WAIT' if durable else 'plain'}"
+    return Result(name, writers, count, seconds, latencies)
+
+
+async def run_durable(url: str, count: int) -> list[Result]:
+    return [
+        await commits(url, kind, writers, count, durable=durable)
+        for kind in ("apply_if", "transact")
+        for writers in (1, 16)
+        for durable in (False, True)
+    ]
+
+
 # -- main -----------------------------------------------------------------------------------
 
 
@@ -255,9 +305,9 @@ async def run(url: str, events: int) -> list[Result]:
     return results
 
 
-def table(results: list[Result]) -> str:
-    header = ("system", "consumers", "events", "seconds", "events/s", "p50 ms", "p99 ms")
-    widths = (14, 9, 8, 8, 10, 8, 8)
+def table(results: list[Result], *, who: str = "consumers", what: str = "events") -> str:
+    header = ("system", who, what, "seconds", f"{what}/s", "p50 ms", "p99 ms")
+    widths = (16, 9, 8, 8, 10, 8, 8)
     rows = [header] + [
         (
             r.system,
@@ -283,8 +333,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--redis-url", help="use this server instead of starting one")
+    parser.add_argument(
+        "--durable", action="store_true", help="durable commits (WAIT) against plain, on Sentinel"
+    )
     args = parser.parse_args()
     logging.getLogger("akbus").setLevel(logging.ERROR)
+    if args.durable:
+        durable(args.events)
+        return
 
     if args.redis_url:
         results = asyncio.run(run(args.redis_url, args.events))
@@ -297,6 +353,21 @@ def main() -> None:
     print(
         f"ratio akbus/raw_batched={at4['akbus'] / at4['raw batched']:.2f} "
         f"akbus/faststream={at4['akbus'] / at4['FastStream']:.2f}"
+    )
+
+
+def durable(count: int) -> None:
+    with SentinelRedis() as sentinel:
+        print(f"server: {sentinel.binary}, a primary and a replica on {sentinel.url}")
+        results = asyncio.run(run_durable(sentinel.url, count))
+    print(table(results, who="writers", what="commits"))
+    at16 = {r.system: r.throughput for r in results if r.consumers == 16}
+    print(
+        "ratio durable/plain "
+        + " ".join(
+            f"{kind}={at16[f'{kind} WAIT'] / at16[f'{kind} plain']:.2f}"
+            for kind in ("apply_if", "transact")
+        )
     )
 
 

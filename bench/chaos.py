@@ -33,6 +33,16 @@ its own source, until they agree or ``--settle`` seconds pass:
   manifest's image, that many pods and no other workload), or whose tenant could not get
   its manifest accepted at all.
 
+With ``--failovers N`` the suite runs on Sentinel instead (:class:`akbus.sentinel.SentinelRedis`:
+a primary, a replica, three Sentinels) and N times, spread over the run, the primary is
+SIGKILLed (the random kills then spare Redis): the Sentinels promote the replica, every
+process must follow it without a restart, and the killed server rejoins as a replica. Each
+failover prints how long it took from the kill to the first write through the new primary,
+to the relay's cursor moving again, to the next transaction committed through the relay
+and to a lease won after the kill with its manifest accepted; the line before the audit's
+sums them up (``chaos failovers=<n> unrecovered=<m> write_s=max:…,mean:… relay_s=… tx_s=…
+lease_s=…``; ``unrecovered`` counts the signs not seen within 90 s).
+
 Closed leases must be torn down too (no namespace left in kubesim): the line before the
 last counts them (``not_torn_down``). The exit code is 1 when any count is not 0. The last
 line is::
@@ -40,7 +50,7 @@ line is::
     chaos kills=<k> lost_leases=<a> duplicate_bids=<b> leaked_reservations=<c> double_withdrawals=<d> undeployed_manifests=<e>
 
     uv run python bench/chaos.py [--minutes 10] [--kills 100] [--tenants 3] [--replicas 2]
-        [--seed N] [--settle 240] [--keep]
+        [--seed N] [--settle 240] [--failovers N] [--keep]
 """
 
 from __future__ import annotations
@@ -68,12 +78,15 @@ from typing import Any
 import aiohttp
 import kubernetes
 
-from akbus import Bus, RedisSettings
+from akbus import Bus, BusTx, RedisSettings
 from akbus.embedded import EmbeddedRedis
+from akbus.retry import until_reachable
+from akbus.sentinel import SentinelRedis
 from akchain import msgs
 from akchain.errors import ChainError
 from akchain.msgs import MESSAGE_TYPES
 from akchain.tx import decode_tx
+from akchainsvc.adapters.ingest import CURSOR_KEY
 from akcli.testing import Provider, certified, sdl_text, stream
 from akcluster.domain.leases import LEASES_KEY
 from akcluster.reservations import RESERVATIONS_KEY
@@ -81,7 +94,7 @@ from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients, DevnetProcess
 from akgateway.testing import GatewayProcess
 from aktypes.events import LeaseClosedReason, WithdrawalRequested
-from aktypes.events.streams import BALANCE_EVENTS
+from aktypes.events.streams import BALANCE_EVENTS, CHAIN_RESULTS
 from aktypes.ids import LeaseID, OrderID
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import SDL, parse_sdl
@@ -102,6 +115,8 @@ MANIFEST_ENV = {"AP_MANIFEST_TIMEOUT": "90s"}  # tenants give up delivering afte
 DELIVERY_DEADLINE_S = 60.0
 HOLD_S = (3.0, 25.0)
 CLOSED_BY_OTHERS = {LeaseClosedReason.OWNER, LeaseClosedReason.INSUFFICIENT_FUNDS}
+PROGRESS_S = 90.0  # how long a failover's recovery is watched
+Server = EmbeddedRedis | SentinelRedis
 
 
 # -- the tenants ----------------------------------------------------------------------------
@@ -118,6 +133,8 @@ class Book:
     closed: int = 0
     retries: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    won_at: dict[int, float] = field(default_factory=dict)  # dseq: when its bid was accepted
+    delivered_at: dict[int, float] = field(default_factory=dict)  # dseq: its first manifest in
 
 
 def shape_text(rng: random.Random) -> str:
@@ -153,6 +170,7 @@ class Tenants:
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 status, answer = 0, type(exc).__name__
             if status == 200:
+                self.book.delivered_at.setdefault(dseq, time.monotonic())
                 for lease in leases:
                     self.book.accepted[lease] = shape
                     self.book.undelivered.discard(lease)
@@ -177,6 +195,7 @@ class Tenants:
         try:
             await tenant.wait_for_bids(deployment.dseq, provider=self.provider, timeout=60)
             leases = await tenant.accept(deployment.dseq, self.provider)
+            self.book.won_at[deployment.dseq] = time.monotonic()
         except (TimeoutError, LookupError) as exc:
             self.book.errors[f"no lease: {type(exc).__name__}"] += 1
             print(f"  dseq {deployment.dseq}: {exc}", flush=True)
@@ -218,7 +237,7 @@ class Tenants:
 @dataclass
 class Chaos:
     provider: Provider
-    redis: EmbeddedRedis
+    redis: Server
     rng: random.Random
     kills: collections.Counter[str] = field(default_factory=collections.Counter)
     crashes: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -226,14 +245,15 @@ class Chaos:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def targets(self) -> list[str]:
-        return ["redis", *(name for name in self.provider.processes if name != "kubesim")]
+        services = [name for name in self.provider.processes if name != "kubesim"]
+        return services if isinstance(self.redis, SentinelRedis) else ["redis", *services]
 
     def kill_and_restart(self, name: str, pause: float) -> None:
         with self.lock:
             self._kill_and_restart(name, pause)
 
     def _kill_and_restart(self, name: str, pause: float) -> None:
-        if name == "redis":
+        if name == "redis" and isinstance(self.redis, EmbeddedRedis):
             self.redis.kill()
             time.sleep(pause)
             self.redis.socket_path.unlink(missing_ok=True)
@@ -284,6 +304,95 @@ class Chaos:
             await asyncio.sleep(1.0)
 
 
+@dataclass
+class Recovery:
+    """One failover: seconds from the kill to each sign of recovery (None: not seen)."""
+
+    write_s: float
+    relay_s: float | None
+    tx_s: float | None
+    lease_s: float | None  # a lease won after the kill, and its manifest accepted
+
+
+@dataclass
+class Failovers:
+    """SIGKILLs of the Sentinel primary, each timed until the suite makes progress again."""
+
+    chaos: Chaos
+    sentinel: SentinelRedis
+    bus: Bus
+    book: Book
+    rng: random.Random
+    done: list[Recovery] = field(default_factory=list)
+
+    async def run(self, count: int, seconds: float) -> None:
+        begin = time.monotonic()
+        for k in range(count):
+            moment = begin + seconds * (k + 0.25 + 0.5 * self.rng.random()) / count
+            await asyncio.sleep(max(0.0, moment - time.monotonic()))
+            at = time.monotonic() - begin
+            found = await self.once()
+            self.done.append(found)
+            print(
+                f"  failover {k + 1}/{count} at {at:.0f}s: the new primary took a write after "
+                f"{found.write_s:.2f}s, the relay's cursor moved after {_s(found.relay_s)}, "
+                f"a transaction was committed through the relay after {_s(found.tx_s)}, "
+                f"a new lease was won and its manifest accepted after {_s(found.lease_s)}",
+                flush=True,
+            )
+
+    async def once(self) -> Recovery:
+        cursor = int(await self.bus.backend.get(CURSOR_KEY) or 0)
+        results = await self.bus.backend.entries(CHAIN_RESULTS, count=1, reverse=True)
+        last_result = results[0].id if results else "0-0"
+        with self.chaos.lock:  # no other kill meanwhile
+            killed = await asyncio.to_thread(self.sentinel.kill_primary)
+        began = time.monotonic()
+
+        async def probe(tx: BusTx) -> None:
+            tx.state.set("chaos:probe", str(began))
+
+        await until_reachable("probe", lambda: self.bus.transact(probe))
+        write_s = time.monotonic() - began
+        relay_s = tx_s = lease_s = None
+        rejoined = False
+        while time.monotonic() - began < PROGRESS_S and None in (relay_s, tx_s, lease_s):
+            if relay_s is None and int(await self.bus.backend.get(CURSOR_KEY) or 0) > cursor:
+                relay_s = time.monotonic() - began
+            if tx_s is None and await self.bus.backend.entries(
+                CHAIN_RESULTS, start=f"({last_result}", count=1
+            ):
+                tx_s = time.monotonic() - began
+            if lease_s is None and any(
+                won > began and dseq in self.book.delivered_at
+                for dseq, won in list(self.book.won_at.items())
+            ):
+                lease_s = time.monotonic() - began
+            if not rejoined and relay_s is not None:  # the old primary back, as a replica
+                await asyncio.to_thread(self.sentinel.rejoin, killed)
+                rejoined = True
+            await asyncio.sleep(0.05)
+        if not rejoined:
+            await asyncio.to_thread(self.sentinel.rejoin, killed)
+        return Recovery(write_s, relay_s, tx_s, lease_s)
+
+    def summary(self) -> str:
+        """``failovers=<n> unrecovered=<m> write_s=… relay_s=… tx_s=… lease_s=…`` (max and
+        mean of each; unrecovered: signs of recovery not seen within 90 s)."""
+        parts = [f"failovers={len(self.done)}"]
+        missing = 0
+        for name in ("write_s", "relay_s", "tx_s", "lease_s"):
+            seen = [v for r in self.done if (v := getattr(r, name)) is not None]
+            missing += len(self.done) - len(seen)
+            mean = sum(seen) / max(len(seen), 1)
+            parts.append(f"{name}=max:{max(seen, default=0):.2f},mean:{mean:.2f}")
+        return f"{parts[0]} unrecovered={missing} " + " ".join(parts[1:])
+
+
+def _s(seconds: float | None) -> str:
+    return "(not within 90 s)" if seconds is None else f"{seconds:.2f}s"
+
+
 # -- the audit ----------------------------------------------------------------------------
 
 
@@ -317,7 +426,7 @@ def committed_provider_txs(db: Path, provider: str) -> list[tuple[float, bool, A
     return found
 
 
-def members(redis: EmbeddedRedis, key: str) -> set[str]:
+def members(redis: Server, key: str) -> set[str]:
     """The members of a set, or the fields of a hash, in Redis."""
     with contextlib.closing(redis.client()) as client:
         found = client.smembers(key) if client.type(key) == b"set" else client.hkeys(key)
@@ -371,7 +480,7 @@ def deployed_as_sent(core: Any, apps: Any, lease: LeaseID, shape: SDL) -> str:
 
 
 async def audit(  # noqa: PLR0917 - what the audit compares
-    chain: DevnetClients, provider: Provider, me: str, book: Book, bus: Bus, redis: EmbeddedRedis
+    chain: DevnetClients, provider: Provider, me: str, book: Book, bus: Bus, redis: Server
 ) -> Audit:
     details: dict[str, list[str]] = collections.defaultdict(list)
     leases = await chain.lcd.leases(provider=me)
@@ -478,13 +587,18 @@ async def settle(check: Callable[[], Any], seconds: float) -> Audit:
 async def chaos(args: argparse.Namespace, tmp: Path) -> int:
     rng = random.Random(args.seed)  # which process dies when
     print(
-        f"chaos: {args.minutes:g} min, {args.kills} kills, {args.tenants} tenants, "
-        f"{args.replicas} replicas of each service, seed {args.seed}, in {tmp}",
+        f"chaos: {args.minutes:g} min, {args.kills} kills, {args.failovers} failovers, "
+        f"{args.tenants} tenants, {args.replicas} replicas of each service, seed {args.seed}, "
+        f"in {tmp}",
         flush=True,
     )
     with (
         tempfile.TemporaryDirectory(prefix="c", dir="/tmp") as sock_dir,  # short socket path
-        EmbeddedRedis(Path(sock_dir), aof=True) as redis,
+        (
+            SentinelRedis(Path(sock_dir))
+            if args.failovers
+            else EmbeddedRedis(Path(sock_dir), aof=True)
+        ) as redis,
         DevnetProcess(tmp / "devnet", block_time="100ms", tenants=args.tenants) as devnet,
     ):
         provider = Provider(
@@ -497,7 +611,9 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
             balance_env=dict(BALANCE_ENV),
         )
         try:
+            starting = time.monotonic()
             provider.start()
+            print(f"the suite started in {time.monotonic() - starting:.0f}s", flush=True)
             me = devnet.signer("provider").address
             bus = Bus.connect(RedisSettings(url=redis.url), producer="chaos")
             async with devnet.clients() as chain:
@@ -516,11 +632,17 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
                 monkey = Chaos(provider, redis, rng)
                 watcher = asyncio.create_task(monkey.watch())
                 began = time.monotonic()
-                await monkey.run(args.kills, args.minutes * 60)
+                failovers = None
+                chaos_runs = [monkey.run(args.kills, args.minutes * 60)]
+                if isinstance(redis, SentinelRedis):
+                    failovers = Failovers(monkey, redis, bus, book, random.Random(args.seed + 1))
+                    chaos_runs.append(failovers.run(args.failovers, args.minutes * 60))
+                await asyncio.gather(*chaos_runs)
                 await asyncio.sleep(max(0.0, began + args.minutes * 60 - time.monotonic()))
                 stop.set()
                 print("time is up: the tenants finish their rounds", flush=True)
                 await asyncio.wait_for(asyncio.gather(*lives), DELIVERY_DEADLINE_S * 3)
+                print(f"the tenants finished after {time.monotonic() - began:.0f}s", flush=True)
                 final = await settle(
                     lambda: audit(chain, provider, me, book, bus, redis), args.settle
                 )
@@ -537,6 +659,8 @@ async def chaos(args: argparse.Namespace, tmp: Path) -> int:
         f"kills: {dict(sorted(monkey.kills.items()))}; exits on their own: "
         f"{dict(monkey.crashes)}; restarts that failed at first: {monkey.restart_failures}"
     )
+    if failovers is not None:
+        print(f"chaos {failovers.summary()}")
     for name, found in final.details.items():
         for line in found[:20]:
             print(f"  {name}: {line}")
@@ -560,6 +684,9 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=2, help="replicas of each service")
     parser.add_argument("--seed", type=int, default=int(time.time()), help="random seed")
     parser.add_argument("--settle", type=float, default=240.0, help="seconds to agree at the end")
+    parser.add_argument(
+        "--failovers", type=int, default=0, help="SIGKILLs of the primary, on Sentinel"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the logs and data")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="akash-chaos-"))

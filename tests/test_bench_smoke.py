@@ -26,6 +26,21 @@ def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
     assert sum(1 for line in lines if line.startswith("akbus ")) == 2  # 1 and 4 consumers
 
 
+def test_bus_benchmark_compares_durable_commits_on_sentinel() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bus.py"), "--durable", "--events", "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert re.fullmatch(r"ratio durable/plain apply_if=\d+\.\d\d transact=\d+\.\d\d", lines[-1])
+    systems = {line.split("  ")[0].strip() for line in lines[2:-1]}
+    assert systems == {"apply_if plain", "apply_if WAIT", "transact plain", "transact WAIT"}
+
+
 def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "bidengine.py"), "--rate", "50", "--seconds", "1"],

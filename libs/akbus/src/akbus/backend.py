@@ -56,6 +56,15 @@ class PendingSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class Durability:
+    """How a durable commit waits for replicas: until ``replicas`` of them hold it (at most as
+    many as are connected), for at most ``timeout_ms``."""
+
+    replicas: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Guard:
     """What a guarded commit checks: that ``key`` holds ``expected`` (None: that it is
     absent); with ``field``, that this field of the hash ``key`` does."""
@@ -189,9 +198,17 @@ class Backend(Protocol):
     async def zrangebyscore(self, key: str, low: float, high: float) -> list[tuple[str, float]]: ...
     async def delete(self, *keys: str) -> int: ...
     async def expire(self, key: str, seconds: int) -> None: ...
-    async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool: ...
-    async def transact(self, body: TxBody) -> None: ...
-    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
+    async def apply_once(
+        self, marker: str, ttl_s: int, body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
+        """Commit ``body`` with ``marker`` unless it is set; with ``durable``, return only
+        once replicas hold the commit (or the wait timed out: see :class:`Durability`)."""
+        ...
+
+    async def transact(self, body: TxBody, *, durable: Durability | None = None) -> None: ...
+    async def apply_if(
+        self, guards: Sequence[Guard], body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
         """Commit ``body``'s writes if every guard holds (see :class:`Guard`)."""
         ...
 

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar, overload
 
 from akbus import metrics
-from akbus.backend import Backend, Fields, Guard, StreamEntry, Tx
+from akbus.backend import Backend, Durability, Fields, Guard, StreamEntry, Tx
 from akbus.errors import ConnectionLost, RequestTimeout, StreamMismatch, UnexpectedReply
 from akbus.keys import reply_stream
 from akbus.message import BusTx
@@ -71,6 +71,13 @@ class Bus:
         self._reply_stream: str | None = None
         self._waiting: dict[str, asyncio.Future[Envelope[Any]]] = {}
         self._closed = False
+        replicas = self.settings.wait_replicas
+        self._durability = (
+            Durability(replicas, self.settings.wait_timeout_ms) if replicas > 0 else None
+        )
+
+    def _durable(self, durable: bool) -> Durability | None:
+        return self._durability if durable else None
 
     @classmethod
     def connect(
@@ -179,23 +186,36 @@ class Bus:
 
     # -- state ----------------------------------------------------------------------------
     async def apply_once(
-        self, marker: str, body: TxFn | None = None, *, cause: Envelope[Any] | None = None
+        self,
+        marker: str,
+        body: TxFn | None = None,
+        *,
+        cause: Envelope[Any] | None = None,
+        durable: bool = False,
     ) -> bool:
-        """Commit ``body``'s effects with ``marker`` unless ``marker`` is already set."""
+        """Commit ``body``'s effects with ``marker`` unless ``marker`` is already set.
+
+        ``durable``: return only once ``AKBUS_WAIT_REPLICAS`` replicas hold the commit (or
+        ``AKBUS_WAIT_TIMEOUT_MS`` passed), so a failover of the primary cannot lose it."""
 
         async def run(tx: Tx) -> None:
             if body is not None:
                 await body(BusTx(tx, self, cause))
 
-        return await self.backend.apply_once(marker, self.settings.dedupe_ttl_s, run)
+        return await self.backend.apply_once(
+            marker, self.settings.dedupe_ttl_s, run, durable=self._durable(durable)
+        )
 
-    async def transact(self, body: TxFn, *, cause: Envelope[Any] | None = None) -> None:
-        """Commit ``body``'s effects atomically (no "applied once" mark)."""
+    async def transact(
+        self, body: TxFn, *, cause: Envelope[Any] | None = None, durable: bool = False
+    ) -> None:
+        """Commit ``body``'s effects atomically (no "applied once" mark); ``durable`` as for
+        :meth:`apply_once`."""
 
         async def run(tx: Tx) -> None:
             await body(BusTx(tx, self, cause))
 
-        await self.backend.transact(run)
+        await self.backend.transact(run, durable=self._durable(durable))
 
     async def apply_if(
         self,
@@ -204,17 +224,24 @@ class Bus:
         body: TxFn,
         *,
         cause: Envelope[Any] | None = None,
+        durable: bool = False,
     ) -> bool:
         """Commit ``body``'s writes only while ``guard`` still holds ``expected`` (None:
         while it is absent), in one round trip; False when it changed (read it again).
 
         ``body`` may only write: it runs once, before the check, on what the caller read.
+        ``durable`` as for :meth:`apply_once` (the ``WAIT`` goes in the same round trip).
         """
 
-        return await self.apply_if_all([Guard(guard, expected)], body, cause=cause)
+        return await self.apply_if_all([Guard(guard, expected)], body, cause=cause, durable=durable)
 
     async def apply_if_all(
-        self, guards: Sequence[Guard], body: TxFn, *, cause: Envelope[Any] | None = None
+        self,
+        guards: Sequence[Guard],
+        body: TxFn,
+        *,
+        cause: Envelope[Any] | None = None,
+        durable: bool = False,
     ) -> bool:
         """Commit ``body``'s writes only while every guard holds (a key, or a field of a hash,
         still holds the value the caller read: :class:`~akbus.backend.Guard`), in one round
@@ -223,7 +250,7 @@ class Bus:
         async def run(tx: Tx) -> None:
             await body(BusTx(tx, self, cause))
 
-        return await self.backend.apply_if(guards, run)
+        return await self.backend.apply_if(guards, run, durable=self._durable(durable))
 
     # -- retained status ------------------------------------------------------------------
     async def publish_status(self, service: str, payload: Payload) -> str:

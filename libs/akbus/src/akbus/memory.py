@@ -17,6 +17,7 @@ from typing import Any
 
 from akbus.backend import (
     ConsumerInfo,
+    Durability,
     Fields,
     GroupInfo,
     Guard,
@@ -471,7 +472,10 @@ class MemoryBackend:
         else:
             self._expire(key, seconds)
 
-    async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool:
+    async def apply_once(
+        self, marker: str, ttl_s: int, body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
+        del durable  # one copy in memory: nothing to wait for
         async with self._lock:
             if self._store.alive(marker) is not None:
                 return False
@@ -482,7 +486,10 @@ class MemoryBackend:
             self._set(marker, "1", ttl_s)
             return True
 
-    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
+    async def apply_if(
+        self, guards: Sequence[Guard], body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
+        del durable  # one copy in memory: nothing to wait for
         async with self._lock:
             for guard in guards:
                 current = self._store.alive(guard.key)
@@ -497,7 +504,8 @@ class MemoryBackend:
                 command()
             return True
 
-    async def transact(self, body: TxBody) -> None:
+    async def transact(self, body: TxBody, *, durable: Durability | None = None) -> None:
+        del durable  # one copy in memory: nothing to wait for
         async with self._lock:
             tx = MemoryTx(self)
             await body(tx)

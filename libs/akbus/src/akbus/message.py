@@ -52,9 +52,16 @@ class BusLike(Protocol):
         correlation_id: str | None = None,
     ) -> str: ...
     async def apply_once(
-        self, marker: str, body: TxFn | None = None, *, cause: Envelope[Any] | None = None
+        self,
+        marker: str,
+        body: TxFn | None = None,
+        *,
+        cause: Envelope[Any] | None = None,
+        durable: bool = False,
     ) -> bool: ...
-    async def transact(self, body: TxFn, *, cause: Envelope[Any] | None = None) -> None: ...
+    async def transact(
+        self, body: TxFn, *, cause: Envelope[Any] | None = None, durable: bool = False
+    ) -> None: ...
     async def request(
         self,
         stream: str,
@@ -115,13 +122,16 @@ class Message(Generic[P]):
     def payload(self) -> P:
         return self.envelope.payload
 
-    async def apply_once(self, body: TxFn | None = None, *, key: str | None = None) -> bool:
+    async def apply_once(
+        self, body: TxFn | None = None, *, key: str | None = None, durable: bool = False
+    ) -> bool:
         """Apply ``body``'s effects once per ``key`` (default: this envelope) for this group.
 
         Returns False when they were applied before (a redelivery or a duplicate).
+        ``durable``: see :meth:`akbus.Bus.apply_once`.
         """
         marker = applied_key(self.group, key or self.envelope.id)
-        return await self.bus.apply_once(marker, body, cause=self.envelope)
+        return await self.bus.apply_once(marker, body, cause=self.envelope, durable=durable)
 
     async def publish(self, stream: str, payload: Payload) -> str:
         """Publish an event caused by this entry (outside any transaction)."""

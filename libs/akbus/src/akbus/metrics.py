@@ -34,3 +34,8 @@ HANDLE_SECONDS = Histogram(
 RECONNECTS = Counter(
     "akbus_reconnects", "Redis operations retried after losing the connection", ["where"]
 )
+DURABLE = Counter(
+    "akbus_durable_commits",
+    "Durable commits by outcome: replicated, timed_out (on the primary only), no_replica",
+    ["outcome"],
+)

@@ -25,6 +25,8 @@ the guard is then the field (:class:`~akbus.backend.Guard`), and a final record 
 (a field has no expiry of its own). A transition may also delete its record
 (``Change(delete=True)``), and one commit may change several records, guarded by them all
 (:meth:`Records.commit_many`: a batch that must be written together or not at all).
+Records made ``durable`` commit only once the replicas hold the write (see
+:meth:`akbus.Bus.apply_once`): a failover of the primary cannot lose a change acknowledged.
 """
 
 from __future__ import annotations
@@ -98,12 +100,14 @@ class Records(Generic[T]):
         load: Callable[[str], T] | None = None,
         dump: Callable[[T], str] | None = None,
         in_hash: str | None = None,
+        durable: bool = False,
     ) -> None:
         if in_hash is not None and final_ttl_s is not None:
             raise ValueError("records kept in a hash cannot expire: no final_ttl_s with in_hash")
         self.bus = bus
         self.prefix = prefix
         self.in_hash = in_hash
+        self.durable = durable
         self.active = active
         self.schedule = schedule
         self.final = final or (lambda _: False)
@@ -222,7 +226,7 @@ class Records(Generic[T]):
                 writes(tx)
 
         guards = [self._guard(snapshot) for snapshot, _ in changes]
-        if not await self.bus.apply_if_all(guards, write, cause=cause):
+        if not await self.bus.apply_if_all(guards, write, cause=cause, durable=self.durable):
             return False
         for (snapshot, _), (ident, change) in zip(changes, staged, strict=True):
             self._log(ident, snapshot.record, change)

@@ -10,18 +10,30 @@ entries in one command and one reply, far cheaper for the client than a pipeline
 ``apply_if`` (writes committed only while guard keys, or fields of hashes, hold the values
 the caller read: a compare-and-set in one round trip, where WATCH/GET/MULTI/EXEC takes three).
 ``read_group`` sends the acknowledgements it is given and its XREADGROUP in one pipeline.
+
+A durable commit (``durable=``) returns only once the replicas hold it: ``apply_if`` sends
+its script and ``WAIT`` in one pipeline (one connection, so ``WAIT`` counts that write);
+the WATCH/MULTI/EXEC commits follow their EXEC with a one-key write and ``WAIT`` on one
+connection (replication keeps the primary's order, so a replica that holds the later write
+holds the commit). With no replica connected (``ROLE``, asked at most once a second) there is
+nothing to wait for. A wait that times out is counted and logged, and the commit stands.
+A connection lost anywhere in it runs the whole of it again, as for any command.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
+from akbus import metrics
 from akbus.backend import (
     ConsumerInfo,
+    Durability,
     Fields,
     GroupInfo,
     Guard,
@@ -36,6 +48,9 @@ from akbus.redis_connection import connect
 from akbus.redis_tx import APPLY_IF, CommandTx, RedisTx
 from akbus.settings import RedisSettings, redact
 
+log = logging.getLogger("akbus")
+BARRIER_KEY = "akbus:durable"  # the write a durable WATCH/MULTI/EXEC commit's WAIT counts
+ROLE_CHECK_S = 1.0  # how long the number of connected replicas is trusted
 _UNREACHABLE = (
     rexc.ConnectionError,
     rexc.TimeoutError,
@@ -120,6 +135,9 @@ class RedisBackend:
         self._xadd_many = client.register_script(_XADD_MANY)
         self._delete_idle_consumers = client.register_script(_DELETE_IDLE_CONSUMERS)
         self._apply_if = client.register_script(APPLY_IF)
+        self._replicas = 0
+        self._replicas_checked = -ROLE_CHECK_S
+        self._unreplicated_logged = -60.0
 
     @classmethod
     def from_settings(cls, settings: RedisSettings) -> RedisBackend:
@@ -401,12 +419,25 @@ class RedisBackend:
     async def expire(self, key: str, seconds: int) -> None:
         await self._call(self._r.expire, key, seconds)
 
-    async def apply_once(self, marker: str, ttl_s: int, body: TxBody) -> bool:
-        applied: bool = await self._call(self._optimistic, body, marker, ttl_s)
-        return applied
+    async def apply_once(
+        self, marker: str, ttl_s: int, body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
+        async def run() -> bool:
+            applied = await self._optimistic(body, marker, ttl_s)
+            if durable is not None:  # a mark found may be a first try's, not yet replicated
+                await self._barrier(durable)
+            return applied
 
-    async def transact(self, body: TxBody) -> None:
-        await self._call(self._optimistic, body, None, 0)
+        done: bool = await self._call(run)
+        return done
+
+    async def transact(self, body: TxBody, *, durable: Durability | None = None) -> None:
+        async def run() -> None:
+            await self._optimistic(body, None, 0)
+            if durable is not None:
+                await self._barrier(durable)
+
+        await self._call(run)
 
     async def _optimistic(self, body: TxBody, marker: str | None, ttl_s: int) -> bool:
         """Run ``body`` and commit its writes, again from the start if a read key changed.
@@ -432,13 +463,69 @@ class RedisBackend:
                 except rexc.WatchError:
                     continue  # a key the body read changed meanwhile: run it again
 
-    async def apply_if(self, guards: Sequence[Guard], body: TxBody) -> bool:
+    async def apply_if(
+        self, guards: Sequence[Guard], body: TxBody, *, durable: Durability | None = None
+    ) -> bool:
         tx = CommandTx()
         await body(tx)
-        done = await self._call(
-            self._apply_if, keys=[g.key for g in guards], args=tx.script_args(guards)
-        )
+        keys, args = [g.key for g in guards], tx.script_args(guards)
+        wanted = await self._wanted(durable)
+        if not wanted or durable is None:
+            done = await self._call(self._apply_if, keys=keys, args=args)
+            return bool(done)
+
+        async def run() -> tuple[Any, int]:
+            async with self._r.pipeline(transaction=False) as pipe:
+                await self._apply_if(keys=keys, args=args, client=pipe)
+                pipe.wait(wanted, durable.timeout_ms)
+                done, acked = await pipe.execute()
+                return done, int(acked)
+
+        done, acked = await self._call(run)
+        if done:
+            self._count(wanted, acked, durable)
         return bool(done)
+
+    async def _barrier(self, durable: Durability) -> None:
+        """Return once the replicas hold every write made before (see the module's doc)."""
+        wanted = await self._wanted(durable)
+        if not wanted:
+            return
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.incr(BARRIER_KEY)
+            pipe.wait(wanted, durable.timeout_ms)
+            _, acked = await pipe.execute()
+        self._count(wanted, int(acked), durable)
+
+    async def _wanted(self, durable: Durability | None) -> int:
+        """How many replicas a durable commit waits for: 0 when none is connected."""
+        if durable is None or durable.replicas <= 0:
+            return 0
+        now = time.monotonic()
+        if now - self._replicas_checked >= ROLE_CHECK_S:
+            role = await self._call(self._r.execute_command, "ROLE")
+            self._replicas = len(role[2]) if role and role[0] == "master" else 0
+            self._replicas_checked = now
+        if not self._replicas:
+            metrics.DURABLE.labels("no_replica").inc()
+        return min(durable.replicas, self._replicas)
+
+    def _count(self, wanted: int, acked: int, durable: Durability) -> None:
+        if acked >= wanted:
+            metrics.DURABLE.labels("replicated").inc()
+            return
+        metrics.DURABLE.labels("timed_out").inc()
+        self._replicas_checked = -ROLE_CHECK_S  # ask again how many replicas there are
+        now = time.monotonic()
+        if now - self._unreplicated_logged >= 10.0:
+            self._unreplicated_logged = now
+            log.warning(
+                "a durable commit is on the primary but on %d of %d replicas after %d ms",
+                acked,
+                wanted,
+                durable.timeout_ms,
+                extra={"where": self.description},
+            )
 
     async def ping(self) -> None:
         await self._call(self._r.ping)

@@ -144,3 +144,12 @@ class BusSettings(BaseSettings):
     stats_interval_s: float = Field(
         default=15.0, gt=0, description="how often pending/lag are sampled"
     )
+    wait_replicas: int = Field(
+        default=1,
+        ge=0,
+        description="replicas a durable commit waits for (WAIT; at most those connected; "
+        "0: never wait)",
+    )
+    wait_timeout_ms: int = Field(
+        default=1000, ge=1, description="how long a durable commit waits for its replicas"
+    )

@@ -95,7 +95,14 @@ class Balance:
 
     def __post_init__(self) -> None:
         self.leases = Records(
-            self.bus, Watched, "", in_hash=LEASES, schedule=DUE, load=Watched.parse, dump=str
+            self.bus,
+            Watched,
+            "",
+            in_hash=LEASES,
+            schedule=DUE,
+            load=Watched.parse,
+            dump=str,
+            durable=True,  # a withdrawal's mark lost in a failover would withdraw again
         )
         self.earnings = Earnings(self.bus)
         self.sweeps = Sweeps(self.bus, self.chain, self.provider, self._failed, self.now)

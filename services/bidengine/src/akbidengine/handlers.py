@@ -120,6 +120,7 @@ class Orders:
             final_ttl_s=FINAL_TTL_S,
             log=log,
             noun="order",
+            durable=True,  # a bid's record lost in a failover would bid again
         )
 
     # -- helpers --------------------------------------------------------------------------

@@ -123,7 +123,8 @@ class TxPipeline:
             tx.state.expire(key, RECORD_TTL_S)
 
         await until_reachable(
-            "claim", lambda: self.bus.apply_once(claim_mark(message.payload.key), create)
+            "claim",
+            lambda: self.bus.apply_once(claim_mark(message.payload.key), create, durable=True),
         )
         record = await until_reachable("record", lambda: self.bus.backend.hgetall(key))
         if record.get("owner") != message.envelope.id:
@@ -134,7 +135,7 @@ class TxPipeline:
         async def write(tx: BusTx) -> None:
             tx.state.hset(record_key(key), values)
 
-        await until_reachable("record", lambda: self.bus.transact(write))
+        await until_reachable("record", lambda: self.bus.transact(write, durable=True))
 
     async def _finish(self, message: Message[BroadcastTx], result: TxCommitted | TxFailed) -> None:
         state = "committed" if isinstance(result, TxCommitted) else "failed"
@@ -143,7 +144,9 @@ class TxPipeline:
             tx.publish(CHAIN_RESULTS, result)
             tx.state.hset(record_key(message.payload.key), {"state": state})
 
-        await until_reachable("result", lambda: self.bus.transact(write, cause=message.envelope))
+        await until_reachable(
+            "result", lambda: self.bus.transact(write, cause=message.envelope, durable=True)
+        )
         metrics.TXS.labels(state).inc()
         if isinstance(result, TxFailed):
             log.warning(

@@ -139,7 +139,7 @@ class Reservations:
                     if any(c is not None for c in changes):
                         tx.state.set(VERSION_KEY, str(ledger.version + 1))
 
-                if await self.bus.apply_if(VERSION_KEY, self._version, body):
+                if await self.bus.apply_if(VERSION_KEY, self._version, body, durable=True):
                     if any(c is not None for c in changes):
                         ledger.version += 1
                         self._version = str(ledger.version)
