@@ -1188,6 +1188,7 @@ def test_wire_forms_are_pinned() -> None:
                     "pending_txs": 1,
                     "last_error": "",
                     "provider": "akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "leader": "",
                 },
             },
             "bidengine.status": {
@@ -1324,6 +1325,7 @@ def test_wire_forms_are_pinned() -> None:
                     "operator": "ip",
                     "figures": {"capacity": 8, "in_use": 3},
                     "last_error": "",
+                    "leader": "",
                 },
             },
             "balance.status": {

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from akkube.client import ConfigException
+from akoperators.adapters.election import lead
 from akoperators.adapters.kopfrun import operator_settings, registry_with_login, run_kopf
 from akoperators.adapters.kube import Kube
 from akoperators.errors import KubeError
@@ -52,6 +53,7 @@ async def start(rt: Runtime[InventorySettings]) -> None:
     settings = rt.settings
     gpus = registry.load(settings.inventory_gpu_registry)
     kube = await rt.resource(kube_client(settings))
+    await lead(rt, kube, "inventory", settings)  # a standby waits here
     status = await rt.bus.status("inventory")
     retained = status.payload if status is not None else None
     state = State()
