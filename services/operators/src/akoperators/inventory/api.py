@@ -5,6 +5,10 @@ shape of the bus event), or 503 with the reason before the first full sync.
 ``/v1/inventory/watch`` streams newline-delimited JSON: the current inventory first, then
 each new one (a reader that falls behind gets the latest, not every one in between); it
 ends when the operator stops.
+
+A standby replica (:func:`serve_standby`, replaced by :func:`serve` once it leads) answers
+``/v1/inventory`` with what its leader last published (the retained status on the bus), and
+``/v1/inventory/watch`` with 503 naming the leader.
 """
 
 from __future__ import annotations
@@ -13,8 +17,31 @@ from typing import Any
 
 from aiohttp import web
 
+from akbus import ConnectionLost
 from akoperators.inventory.publisher import Publisher
 from akservice import Runtime
+from aktypes.events import InventoryCluster
+
+
+def serve_standby(rt: Runtime[Any]) -> None:
+    def unavailable(problem: str) -> web.Response:
+        return web.json_response({"status": "standby", "problems": [problem], **rt.role()}, 503)
+
+    async def inventory(_: web.Request) -> web.Response:
+        try:
+            retained = await rt.bus.status("inventory")
+        except ConnectionLost as exc:
+            return unavailable(f"Redis: {exc}")
+        current = retained.payload if retained is not None else None
+        if not isinstance(current, InventoryCluster):
+            return unavailable("the leader has not published an inventory yet")
+        return web.Response(text=current.model_dump_json(), content_type="application/json")
+
+    async def watch(_: web.Request) -> web.Response:
+        return unavailable("a standby streams nothing: watch the leader")
+
+    rt.route("GET", "/v1/inventory", inventory)
+    rt.route("GET", "/v1/inventory/watch", watch)
 
 
 def serve(rt: Runtime[Any], publisher: Publisher) -> None:

@@ -53,6 +53,7 @@ async def start(rt: Runtime[InventorySettings]) -> None:
     settings = rt.settings
     gpus = registry.load(settings.inventory_gpu_registry)
     kube = await rt.resource(kube_client(settings))
+    api.serve_standby(rt)
     await lead(rt, kube, "inventory", settings)  # a standby waits here
     status = await rt.bus.status("inventory")
     retained = status.payload if status is not None else None
