@@ -5,7 +5,8 @@ two or more processes; each is a *candidate* for one lease and only its holder a
 
 - **standby**: the lease is another's. The process is up and ready (so a rolling update
   can go on: a Deployment waits for its new pods to be ready), tries the lease every half
-  renew interval, and takes it once it has expired.
+  renew interval, and takes it once it has expired. A standby that cannot read or write
+  the lease (unreachable, refused) is not ready and says why.
 - **leader**: the lease is this process's. It renews it every ``renew_s``; if no renewal
   succeeds within ``renew_deadline_s`` (less than the lease's duration, so the lease is
   still its own when it gives up) it raises :class:`LeadershipLost`, which stops the
@@ -118,9 +119,9 @@ class Leadership:
         except Exception as exc:  # unreachable, too slow, or refused (an API error): again
             self.last_error = str(exc) or type(exc).__name__
             return False
+        self.last_error = ""
         if held:
             self.renewed_at = started
-            self.last_error = ""
         return held
 
     async def acquire(self) -> None:

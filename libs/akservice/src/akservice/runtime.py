@@ -307,7 +307,9 @@ class Runtime(Generic[S]):
             problems.append(f"Redis ({self.config.redis.where}): {self._redis_problem}")
         problems.extend(f"waiting for {what}: {why}" for what, why in self._awaiting.items())
         standby = self.leadership is not None and self.leadership.role == "standby"
-        if not self._started and not self._awaiting and not standby:
+        if standby and self.leadership is not None and self.leadership.last_error:
+            problems.append(f"leader election: {self.leadership.last_error}")
+        elif not self._started and not self._awaiting and not standby:
             problems.append("starting")
         for check in self._checks:
             problems.extend(check())

@@ -1,7 +1,7 @@
 """Leader election of an operator's replicas on a Kubernetes ``Lease``, as client-go does it.
 
 One ``coordination.k8s.io/v1`` Lease per operator (``akash-provider-<name>-operator``) in
-the provider's namespace (``AP_LEADER_ELECTION_NAMESPACE``; by default the pod's own).
+the provider's namespace (``AP_LEADER_ELECTION_NAMESPACE``, ``akash-services``).
 ``holderIdentity`` is the process's consumer name. The holder renews ``renewTime`` every
 renew interval; another replica takes the Lease over once it has seen the same record,
 unchanged, for ``leaseDurationSeconds`` by its own clock (never by comparing clocks across
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -29,24 +28,15 @@ from akoperators.errors import KubeError
 from akservice import Runtime
 from akservice.leadership import LeaderElectionSettings, Leadership
 
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
 
 class OperatorElectionSettings(LeaderElectionSettings):
     """The lease timings, and where the operators' Leases are."""
 
     leader_election_namespace: str = Field(
-        default="",
-        description="namespace of the operators' Leases (empty: the pod's own, else default)",
+        default="akash-services",
+        min_length=1,
+        description="namespace of the operators' Leases (the provider's own)",
     )
-
-    def lease_namespace(self) -> str:
-        if self.leader_election_namespace:
-            return self.leader_election_namespace
-        try:
-            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
-        except OSError:
-            return "default"
 
 
 def lease_name(operator: str) -> str:
@@ -134,7 +124,7 @@ async def lead(
     :meth:`akservice.Runtime.lead`); what is wired after it runs on the leader alone."""
     lease = KubeLease(
         kube,
-        settings.lease_namespace(),
+        settings.leader_election_namespace,
         lease_name(operator),
         rt.consumer,
         settings.leader_election_lease_duration,

@@ -25,7 +25,9 @@ from aktypes.events import InventoryCluster
 
 def serve_standby(rt: Runtime[Any]) -> None:
     def unavailable(problem: str) -> web.Response:
-        return web.json_response({"status": "standby", "problems": [problem], **rt.role()}, 503)
+        return web.json_response(
+            {"status": "standby", "problems": [problem], **rt.role()}, status=503
+        )
 
     async def inventory(_: web.Request) -> web.Response:
         try:
