@@ -1,7 +1,7 @@
 """Two hostname operators on one Lease, as real processes against kubesim over HTTP: one
 leads, the other waits ready as a standby; SIGKILL the leader and the standby takes the
 Lease over and routes a ProviderHost declared after the kill within ten seconds, without a
-second Ingress for any hostname."""
+second Ingress for any hostname. And replicas racing for one Lease: never two winners."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from akbus import Bus, RedisSettings
 from akcluster.domain.objects import manifest_object, provider_host_objects
 from akcluster.domain.objects.base import BuildSettings
 from akcluster.domain.objects.custom import crds
+from akoperators.adapters.election import KubeLease
+from akoperators.adapters.kube import Kube
 from akoperators.testing import OperatorProcess
 from akservice.testing import eventually
 from aktypes.events import OperatorStatus
@@ -24,7 +26,7 @@ from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 from aktypes.sdl import parse_sdl
 from aktypes.testing import address
-from kubesim.testing import KubeSimProcess
+from kubesim.testing import KubeSimProcess, ThreadedKubeSim
 
 SDL = """
 version: "2.0"
@@ -149,3 +151,28 @@ async def test_a_killed_leader_hands_its_lease_and_work_to_the_standby_within_te
         first.stop()
         second.stop()
         cluster.api.close()
+
+
+async def test_replicas_racing_for_a_free_or_expired_lease_never_both_win(tmp_path: Path) -> None:
+    with ThreadedKubeSim() as sim:
+        kube = Kube.from_kubeconfig(sim.write_kubeconfig(tmp_path / "kubeconfig"))
+        try:
+            replicas = [KubeLease(kube, "default", "race", f"op-{i}", 2.0) for i in range(4)]
+            won = await asyncio.gather(*(r.try_hold() for r in replicas))  # racing creates
+            assert won.count(True) == 1
+            leader = replicas[won.index(True)]
+            others = [r for r in replicas if r is not leader]
+            assert not any(await asyncio.gather(*(r.try_hold() for r in others)))  # alive
+            assert {r.holder for r in others} == {leader.identity}
+
+            async def expired() -> bool:  # the leader stops renewing; 2 s later it is free
+                return any(await asyncio.gather(*(r.try_hold() for r in others)))
+
+            await eventually(expired, timeout_s=6.0, what="the lease to expire")
+            holders = [r for r in others if r.holder == r.identity]
+            spec = (await kube.request("GET", leader.path))["spec"]
+            assert len(holders) == 1 and spec["holderIdentity"] == holders[0].identity
+            assert spec["leaseTransitions"] == 1
+            assert not await leader.try_hold()  # the old leader sees it is another's now
+        finally:
+            kube.close()
