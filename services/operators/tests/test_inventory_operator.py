@@ -97,6 +97,7 @@ class Operator(RuntimeProcess):
             env={
                 "AP_KUBECONFIG": str(kubeconfig),
                 "AP_INVENTORY_STORAGE": "beta2=1Ti",
+                "AP_LEADER_ELECTION_NAMESPACE": "default",  # kubesim: not onboarded
                 "AP_LOG_LEVEL": "info",
                 **env,
             },

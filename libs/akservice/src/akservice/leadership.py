@@ -91,15 +91,15 @@ class Candidate(Protocol):
 
 
 class Leadership:
-    """The role of one candidate: ``standby`` until :meth:`acquire` returns, then
-    ``leader`` while :meth:`keep` runs."""
+    """The role of one candidate: ``candidate`` until its first try, ``standby`` until
+    :meth:`acquire` returns, then ``leader`` while :meth:`keep` runs."""
 
     def __init__(self, candidate: Candidate, settings: LeaderElectionSettings) -> None:
         self.candidate = candidate
         self.duration_s = settings.leader_election_lease_duration
         self.renew_s = min(settings.leader_election_renew_interval, self.duration_s / 3)
         self.deadline_s = settings.renew_deadline()
-        self.role = "standby"
+        self.role = "candidate"  # not tried yet: neither ready as a standby nor leading
         self.renewed_at = 0.0  # monotonic start of the last renewal that succeeded
         self.last_error = ""
 
@@ -128,6 +128,7 @@ class Leadership:
         """Wait as a standby until the lease is this process's."""
         noted = ""
         while not await self._attempt(self.renew_s):
+            self.role = "standby"
             seen = self.candidate.holder or self.last_error
             if seen != noted:
                 log.info(
