@@ -1,10 +1,11 @@
 """Chaos: the whole provider under simulated tenants while its processes are SIGKILLed.
 
 The suite runs as real processes on one Redis with AOF (``appendfsync always``): the
-devnet, kubesim with the inventory operator (one, as in ``k8s/``), the chain relay, and
-``--replicas`` replicas each of the cluster service, the bid engine, the manifest service,
-the balance service and the gateway (the relay stays one process: it is the one signer of
-the provider's account, as in ``k8s/``). Simulated
+devnet, kubesim with the inventory operator (one), the chain relay (one: its hot standby
+and the operators' leader election are tested on their own, in
+``services/chain/tests/test_standby.py`` and ``services/operators/tests/test_leader_election.py``),
+and ``--replicas`` replicas each of the cluster service, the bid engine, the manifest
+service, the balance service and the gateway. Simulated
 tenants (``--tenants``) create deployments, accept the provider's bid, send the manifest
 through either gateway (a tenant retries the other one, as behind a load balancer), update
 some deployments (a new image, so a new manifest version on chain and a rollout), keep

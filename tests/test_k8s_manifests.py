@@ -150,8 +150,7 @@ def test_kubectl_apply_k_on_kubesim_establishes_the_crds_and_schedules_the_pods(
         "providerleasedips.akash.network",
     }
 
-    expected = {name: (1 if name == "relay" else 2) for name in SERVICES} | {"redis": 1}
-    expected |= dict.fromkeys(OPERATORS, 1)
+    expected = dict.fromkeys(SERVICES | OPERATORS, 2) | {"redis": 1}
 
     def scheduled() -> dict[str, int]:
         listed = kubectl("get", "pods", "-n", "akash-services", "-o", "json", kubeconfig=config)

@@ -97,6 +97,7 @@ class Operator(RuntimeProcess):
             env={
                 "AP_KUBECONFIG": str(kubeconfig),
                 "AP_INVENTORY_STORAGE": "beta2=1Ti",
+                "AP_LEADER_ELECTION_NAMESPACE": "default",  # kubesim: not onboarded
                 "AP_LOG_LEVEL": "info",
                 **env,
             },
@@ -348,7 +349,7 @@ def test_an_unknown_gpu_is_offered_under_a_derived_name(
 
 
 async def test_a_restarted_operator_finds_everything_as_it_left_it(
-    operator: Operator, cluster: Cluster, redis_url: str
+    operator: Operator, cluster: Cluster, redis_url: str, tmp_path: Path
 ) -> None:
     before = operator.inventory()
     eventually_sync(lambda: cluster.akash_labels("gpu-new"), 5, until=lambda got: len(got) > 1)
@@ -359,6 +360,14 @@ async def test_a_restarted_operator_finds_everything_as_it_left_it(
     published = len(await bus_payloads(redis_url))
     written = len(operator.logged("node labels written"))  # the log goes on after a restart
     assert written == 4  # every node, once
+    # a second replica stands by: ready, serving its leader's inventory, writing nothing
+    standby = Operator(tmp_path / "standby", cluster.sim.kubeconfig, redis_url, AP_INSTANCE_ID="2")
+    with standby:
+        status, role = standby.readiness()
+        assert status == 200 and isinstance(role, dict) and role["role"] == "standby"
+        assert standby.inventory() == before
+        assert http_status(f"{standby.health_url}/v1/inventory/watch")[0] == 503
+    assert "node labels written" not in standby.log() and "Traceback" not in standby.log()
     operator.kill()
     operator.start()
     assert operator.inventory() == before  # the same generation too: nothing changed

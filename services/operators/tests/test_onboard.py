@@ -334,11 +334,16 @@ async def test_services_and_operators_use_the_sealed_kubeconfig(
         redis_url=redis_url,
         log_path=tmp_path / "ip.log",
         kubeconfig=sealed,
-        env={"AP_IP_POOL": "203.0.113.10"},
+        env={"AP_IP_POOL": "203.0.113.10", "AP_LEADER_ELECTION_NAMESPACE": "akash-services"},
     )
     with operator:  # ready: kopf logged in and watches
         status, body = http_status(f"{operator.health_url}/v1/pool")
         assert (status, body["capacity"]) == (200, 1)  # type: ignore[index]
+        # it leads on its Lease in the provider's namespace, which the shipped Role allows
+        lease = client.CoordinationV1Api(admin).read_namespaced_lease(
+            "akash-provider-ip-operator", "akash-services"
+        )
+        assert lease.spec.holder_identity == operator.readiness()[1]["identity"]  # type: ignore[index]
     # a wrong key file: the service says so in one line and stops
     vault.key_file.write_bytes(os.urandom(32))
     failing = OperatorProcess(

@@ -22,15 +22,24 @@ class StartupError(Exception):
     """The process cannot start; the message is one line for the operator."""
 
 
-def health_app(not_ready: Readiness, routes: Routes | None = None) -> web.Application:
+Details = Callable[[], dict[str, str]]
+"""What ``/readyz`` adds to its answer (a part with a standby: its role and the leader)."""
+
+
+def health_app(
+    not_ready: Readiness, routes: Routes | None = None, details: Details | None = None
+) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
     async def readyz(_: web.Request) -> web.Response:
         problems = not_ready()
+        extra = details() if details is not None else {}
         if problems:
-            return web.json_response({"status": "not ready", "problems": problems}, status=503)
-        return web.json_response({"status": "ready"})
+            return web.json_response(
+                {"status": "not ready", "problems": problems, **extra}, status=503
+            )
+        return web.json_response({"status": "ready", **extra})
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -66,9 +75,10 @@ class HealthServer:
         *,
         variable: str,
         routes: Routes | None = None,
+        details: Details | None = None,
     ) -> None:
         self.host, self.port, self.variable = host, port, variable
-        self._runner = web.AppRunner(health_app(not_ready, routes), access_log=None)
+        self._runner = web.AppRunner(health_app(not_ready, routes, details), access_log=None)
 
     async def start(self) -> None:
         await self._runner.setup()

@@ -42,6 +42,13 @@ from akbus.subscriber import Handler, PartitionKey
 from akservice import logs
 from akservice.consumer import ConsumerLease, consumer_name
 from akservice.health import HealthServer, Readiness, Routes, StartupError
+from akservice.leadership import (
+    Candidate,
+    LeaderElectionSettings,
+    Leadership,
+    LeadershipLost,
+    NotLeader,
+)
 from akservice.settings import Config, RuntimeSettings, env_name, runtime_settings
 from aktypes.events import ChainStatus, Payload
 
@@ -111,8 +118,14 @@ class Runtime(Generic[S]):
         self._awaiting: dict[str, str] = {}  # dependency -> why it is not there yet
         self._redis_problem: str | None = "not connected yet"
         self._started = False
-        self._fatal: tuple[type[Exception], ...] = (StartupError, *spec.fatal)
+        self._fatal: tuple[type[Exception], ...] = (
+            StartupError,
+            LeadershipLost,
+            NotLeader,
+            *spec.fatal,
+        )
         self._main: asyncio.Task[Any] | None = None
+        self.leadership: Leadership | None = None
 
     # -- what services call ---------------------------------------------------------------
     def subscriber(
@@ -236,6 +249,31 @@ class Runtime(Generic[S]):
         finally:
             self._awaiting.pop(what, None)
 
+    async def lead(self, candidate: Candidate, settings: LeaderElectionSettings) -> Leadership:
+        """Wait as a standby until ``candidate``'s lease is this process's, then keep it (a
+        supervised task: losing it stops the process) and give it up at shutdown.
+
+        A standby is ready on ``/readyz`` (its role and the leader are in the answer): it
+        can take over, and a rolling update waits for new pods to be ready. What the
+        service wires after this call runs on the leader alone.
+        """
+        leadership = self.leadership = Leadership(candidate, settings)
+        await leadership.acquire()
+        self._resources.push_async_callback(candidate.release)
+        self.supervise(leadership.keep(), "leader-lease")
+        return leadership
+
+    def role(self) -> dict[str, str]:
+        """Of a part with a standby: its ``role`` (``standby``, ``leader``), the ``leader``'s
+        identity as last seen and its own ``identity`` (both consumer names)."""
+        if self.leadership is None:
+            return {}
+        return {
+            "role": self.leadership.role,
+            "leader": self.leadership.leader,
+            "identity": self.consumer,
+        }
+
     async def provider_address(self, configured: str = "") -> str:
         """The provider's account: ``configured`` (``AP_PROVIDER_ADDRESS``) or, when empty,
         the one the chain relay signs for, from its retained status (waited for)."""
@@ -268,7 +306,10 @@ class Runtime(Generic[S]):
         if self._redis_problem:
             problems.append(f"Redis ({self.config.redis.where}): {self._redis_problem}")
         problems.extend(f"waiting for {what}: {why}" for what, why in self._awaiting.items())
-        if not self._started and not self._awaiting:
+        standby = self.leadership is not None and self.leadership.role == "standby"
+        if standby and self.leadership is not None and self.leadership.last_error:
+            problems.append(f"leader election: {self.leadership.last_error}")
+        elif not self._started and not self._awaiting and not standby:
             problems.append("starting")
         for check in self._checks:
             problems.extend(check())
@@ -295,6 +336,7 @@ class Runtime(Generic[S]):
             self.not_ready,
             variable=env_name(runtime_cls, "health_listen"),
             routes=self._routes,
+            details=self.role,
         )
         try:
             await health.start()

@@ -1205,6 +1205,7 @@ def test_wire_forms_are_pinned() -> None:
                     "pending_txs": 1,
                     "last_error": "",
                     "provider": "akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "leader": "",
                 },
             },
             "bidengine.status": {
@@ -1341,6 +1342,7 @@ def test_wire_forms_are_pinned() -> None:
                     "operator": "ip",
                     "figures": {"capacity": 8, "in_use": 3},
                     "last_error": "",
+                    "leader": "",
                 },
             },
             "balance.status": {

@@ -16,6 +16,9 @@ Each command ``key`` is carried through a record in Redis (``akchainsvc:tx:<key>
 - The sequence is re-read after a mismatch (someone else used the key, a node restarted):
   from the "expected N" of the error when there is one, else from the node.
 - The result is published together with the record's final state, in one transaction.
+- Every write (the claim, the signed bytes before their broadcast, the result) is fenced
+  by the relay's lease: a relay that lost it to its standby writes and broadcasts nothing
+  more, and the standby resumes each command from its record.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from akchainsvc import metrics
 from akchainsvc.adapters.account import Account
 from akchainsvc.domain.verdicts import Verdict, verdict
 from akchainsvc.errors import Refused
+from akservice.leadership import Fence, unfenced
 from aktypes.events import BroadcastTx, TxCommitted, TxFailed
 from aktypes.events.streams import CHAIN_RESULTS
 
@@ -84,8 +88,10 @@ class TxPipeline:
         commit_timeout: float = 30.0,
         poll_interval: float = 0.5,
         max_attempts: int = 10,
+        fence: Fence = unfenced,
     ) -> None:
         self.bus = bus
+        self.fence = fence
         self.rpc = rpc
         self.lcd = lcd
         self.signer = signer
@@ -119,6 +125,7 @@ class TxPipeline:
         key = record_key(message.payload.key)
 
         async def create(tx: BusTx) -> None:
+            await self.fence(tx)
             tx.state.hset(key, {"owner": message.envelope.id, "state": "claimed", "attempts": "0"})
             tx.state.expire(key, RECORD_TTL_S)
 
@@ -133,6 +140,7 @@ class TxPipeline:
 
     async def _save(self, key: str, values: dict[str, str]) -> None:
         async def write(tx: BusTx) -> None:
+            await self.fence(tx)
             tx.state.hset(record_key(key), values)
 
         await until_reachable("record", lambda: self.bus.transact(write, durable=True))
@@ -141,6 +149,7 @@ class TxPipeline:
         state = "committed" if isinstance(result, TxCommitted) else "failed"
 
         async def write(tx: BusTx) -> None:
+            await self.fence(tx)
             tx.publish(CHAIN_RESULTS, result)
             tx.state.hset(record_key(message.payload.key), {"state": state})
 

@@ -1,8 +1,10 @@
 """The chain relay process: wiring, readiness and status, on the shared service runtime.
 
 Start: unlock the key, wait for the node (Redis was waited for by the runtime), check the
-chain id, then run the event relay, the transaction pipeline (a consumer in group ``chain``
-on ``akash.provider.chain.tx``, one command key at a time) and the status publisher. The
+chain id, take the relay's lease for the key (``akchainsvc:relay-lease:<address>``; a second
+relay waits there as a hot standby, ready, until the lease expires), then run the event
+relay, the transaction pipeline (a consumer in group ``chain`` on
+``akash.provider.chain.tx``, one command key at a time) and the status publisher. The
 runtime serves ``/healthz``, ``/readyz`` and ``/metrics`` (``AP_CHAIN_HEALTH_LISTEN``) and
 drains on SIGTERM: commands in flight finish within the drain timeout, the rest stay
 pending for the next start.
@@ -22,10 +24,16 @@ from akchainsvc.adapters.ingest import EventRelay
 from akchainsvc.handlers import TxPipeline
 from akchainsvc.settings import ChainSettings
 from akservice import Runtime, ServiceSpec
+from akservice.leadership import RedisLease
 from aktypes.events import BroadcastTx, ChainStatus
 from aktypes.events.streams import CHAIN_TX
 
 log = logging.getLogger("akchainsvc")
+
+
+def relay_lease_key(address: str) -> str:
+    """The lease one relay per provider account holds while it relays and broadcasts."""
+    return f"akchainsvc:relay-lease:{address}"
 
 
 class ChainRelay:
@@ -77,6 +85,7 @@ class ChainRelay:
             pending_txs=pipeline.in_flight,
             last_error=error[:500],
             provider=self.address,
+            leader=self.rt.consumer,
         )
 
 
@@ -86,7 +95,6 @@ async def start(rt: Runtime[ChainSettings]) -> None:
     log.info("chain relay for provider %s", signer.address)
     relay = ChainRelay(rt)
     relay.address = signer.address
-    rt.readiness(relay.not_ready)
     rpc = await rt.resource(RPCClient(settings.node))
     lcd = await rt.resource(LCDClient(settings.api))
     chain_id = await rt.wait_for(
@@ -94,6 +102,14 @@ async def start(rt: Runtime[ChainSettings]) -> None:
         lambda: relay.node_status(rpc),
         retry_on=(NodeUnavailable,),
     )
+    lease = RedisLease(
+        rt.bus,
+        relay_lease_key(signer.address),
+        rt.consumer,
+        settings.leader_election_lease_duration,
+    )
+    await rt.lead(lease, settings)
+    rt.readiness(relay.not_ready)
     relay.relay = EventRelay(
         rt.bus,
         rpc,
@@ -101,6 +117,7 @@ async def start(rt: Runtime[ChainSettings]) -> None:
         start_height=settings.events_start_height,
         poll_interval=settings.events_poll_interval,
         on_error=relay.on_node_error,
+        fence=lease.fence,
     )
     relay.pipeline = TxPipeline(
         rt.bus,
@@ -112,11 +129,15 @@ async def start(rt: Runtime[ChainSettings]) -> None:
         commit_timeout=settings.tx_broadcast_timeout,
         poll_interval=settings.tx_poll_interval,
         max_attempts=settings.tx_max_attempts,
+        fence=lease.fence,
     )
+    # only the leader consumes: a consumer silent for a lease's duration is a dead leader,
+    # whose commands in flight are taken over now rather than after AKBUS_CLAIM_IDLE_S
     commands = rt.subscriber(
         CHAIN_TX,
         partition_key=lambda envelope: getattr(envelope.payload, "key", None),
         concurrency=settings.tx_concurrency,
+        claim_idle_s=min(rt.config.bus.claim_idle_s, settings.leader_election_lease_duration),
     )
     commands.add(BroadcastTx, relay.pipeline.handle)
     rt.supervise(relay.relay.run(), "relay")

@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from akchain.tx import FEE_AMOUNT, Fee, fee_for
 from akservice import Duration
+from akservice.leadership import LeaderElectionSettings
 
 
-class ChainSettings(BaseSettings):
+class ChainSettings(LeaderElectionSettings):
     model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
 
     node: str = Field(default="http://localhost:26657", description="CometBFT RPC of an Akash node")

@@ -30,6 +30,11 @@ class OperatorProcess(RuntimeProcess):
             kind,
             redis_url=redis_url,
             log_path=log_path,
-            env={"AP_KUBECONFIG": str(kubeconfig), **(env or {})},
+            env={
+                "AP_KUBECONFIG": str(kubeconfig),
+                # kubesim was not onboarded: no akash-services namespace unless a test made it
+                "AP_LEADER_ELECTION_NAMESPACE": "default",
+                **(env or {}),
+            },
             name=f"{kind}-operator",
         )

@@ -20,6 +20,7 @@ class ChainStatus(Payload):
     pending_txs: Count = 0
     last_error: str = ""
     provider: str = ""  # the provider account the relay signs for
+    leader: str = ""  # the relay holding the account's lease (its consumer name)
 
     @property
     def lag(self) -> int:
@@ -136,3 +137,4 @@ class OperatorStatus(Payload):
     operator: str
     figures: dict[str, Count] = Field(default_factory=dict)
     last_error: str = ""
+    leader: str = ""  # the replica holding the operator's Lease (its consumer name)

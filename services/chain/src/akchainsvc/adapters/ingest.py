@@ -5,7 +5,8 @@ whose events are published). A block's events and the cursor's move to that heig
 Redis transaction, guarded by a per-height mark: a relay killed at any moment resumes at
 the first unpublished block, and two relays racing on the same height publish it once.
 Gaps (a missed websocket push, a node restart, a relay that was down) are filled because
-the follower fetches every height in turn rather than trusting pushes.
+the follower fetches every height in turn rather than trusting pushes. Each commit is fenced
+by the relay's lease: a relay that lost it writes nothing (and stops).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from akchain.events import Backoff, BlockFollower
 from akchain.rpc import RPCClient
 from akchainsvc import metrics
 from akchainsvc.domain.events import concerns
+from akservice.leadership import Fence, unfenced
 from aktypes.events.chain import ChainEvent
 from aktypes.events.streams import CHAIN_EVENTS
 
@@ -43,8 +45,10 @@ class EventRelay:
         start_height: int | None = None,
         poll_interval: float = 1.0,
         on_error: Callable[[Exception], None] | None = None,
+        fence: Fence = unfenced,
     ) -> None:
         self.bus = bus
+        self.fence = fence
         self.rpc = rpc
         self.provider = provider
         self.start_height = start_height
@@ -92,6 +96,7 @@ class EventRelay:
         """Publish a block's events and move the cursor, atomically, once per height."""
 
         async def publish(tx: BusTx) -> None:
+            await self.fence(tx)
             for event in events:
                 tx.publish(CHAIN_EVENTS, event)
             tx.state.set(CURSOR_KEY, str(height))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 
+from akoperators.adapters.election import lead
 from akoperators.adapters.kopfrun import connect, operator_settings, run_kopf
 from akoperators.hostname.handlers import Hosts, build_registry
 from akoperators.hostname.settings import HostnameSettings
 from akservice import Runtime, ServiceSpec
+from aktypes.events import OperatorStatus
 
 log = logging.getLogger("akoperators.hostname")
 
@@ -21,8 +23,13 @@ async def start(rt: Runtime[HostnameSettings]) -> None:
         "HTTPRoutes" if settings.ingress_mode == "gateway-api" else "Ingresses",
         version.get("gitVersion", "?"),
     )
+    await lead(rt, kube, "hostname", settings)  # a standby waits here
     hosts = Hosts(kube, settings)
-    rt.publish_status(hosts.status, settings.operator_status_interval)
+
+    async def status() -> OperatorStatus:
+        return (await hosts.status()).model_copy(update={"leader": rt.consumer})
+
+    rt.publish_status(status, settings.operator_status_interval)
     await run_kopf(rt, build_registry(settings, hosts), operator_settings("hostname"))
 
 

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from akoperators.adapters.election import OperatorElectionSettings
 from akservice import Duration
 
 
-class HostnameSettings(BaseSettings):
+class HostnameSettings(OperatorElectionSettings):
     model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
 
     kubeconfig: Path | None = Field(

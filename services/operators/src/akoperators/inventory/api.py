@@ -5,6 +5,9 @@ shape of the bus event), or 503 with the reason before the first full sync.
 ``/v1/inventory/watch`` streams newline-delimited JSON: the current inventory first, then
 each new one (a reader that falls behind gets the latest, not every one in between); it
 ends when the operator stops.
+
+A standby replica answers ``/v1/inventory`` with what its leader last published (the
+retained status on the bus), and ``/v1/inventory/watch`` with 503 naming the leader.
 """
 
 from __future__ import annotations
@@ -13,13 +16,39 @@ from typing import Any
 
 from aiohttp import web
 
+from akbus import ConnectionLost
 from akoperators.inventory.publisher import Publisher
 from akservice import Runtime
+from aktypes.events import InventoryCluster
+
+
+def _standby(rt: Runtime[Any]) -> bool:
+    return rt.leadership is not None and rt.leadership.role == "standby"
+
+
+async def _leaders(rt: Runtime[Any]) -> web.Response:
+    """A standby's answer: the inventory its leader last published."""
+
+    def unavailable(problem: str) -> web.Response:
+        return web.json_response(
+            {"status": "standby", "problems": [problem], **rt.role()}, status=503
+        )
+
+    try:
+        retained = await rt.bus.status("inventory")
+    except ConnectionLost as exc:
+        return unavailable(f"Redis: {exc}")
+    current = retained.payload if retained is not None else None
+    if not isinstance(current, InventoryCluster):
+        return unavailable("the leader has not published an inventory yet")
+    return web.Response(text=current.model_dump_json(), content_type="application/json")
 
 
 def serve(rt: Runtime[Any], publisher: Publisher) -> None:
     async def inventory(_: web.Request) -> web.Response:
         current = publisher.current
+        if current is None and _standby(rt):
+            return await _leaders(rt)
         if current is None:
             return web.json_response(
                 {"status": "not synced", "problems": publisher.not_ready()}, status=503
@@ -27,6 +56,11 @@ def serve(rt: Runtime[Any], publisher: Publisher) -> None:
         return web.Response(text=current.model_dump_json(), content_type="application/json")
 
     async def watch(request: web.Request) -> web.StreamResponse:
+        if _standby(rt):
+            return web.json_response(
+                {"status": "standby", "problems": ["a standby streams nothing"], **rt.role()},
+                status=503,
+            )
         if publisher.current is None:
             return web.json_response(
                 {"status": "not synced", "problems": publisher.not_ready()}, status=503

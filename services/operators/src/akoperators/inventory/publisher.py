@@ -70,6 +70,12 @@ class Publisher:
         self._told: set[str] = set()
         self._tick = asyncio.Event()  # set, and replaced, at every new inventory
 
+    def continue_from(self, retained: InventoryCluster | None) -> None:
+        """Carry on from the inventory last published on the bus, read once this replica
+        leads (a standby's reading would be stale by then)."""
+        self.on_bus = retained
+        self.generation = retained.generation if retained is not None else 0
+
     # -- for the REST API -------------------------------------------------------------------
     def not_ready(self) -> list[str]:
         """Ready once a first pass published the inventory and labelled every node."""

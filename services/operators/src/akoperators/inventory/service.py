@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from akkube.client import ConfigException
+from akoperators.adapters.election import lead
 from akoperators.adapters.kopfrun import operator_settings, registry_with_login, run_kopf
 from akoperators.adapters.kube import Kube
 from akoperators.errors import KubeError
@@ -52,8 +53,6 @@ async def start(rt: Runtime[InventorySettings]) -> None:
     settings = rt.settings
     gpus = registry.load(settings.inventory_gpu_registry)
     kube = await rt.resource(kube_client(settings))
-    status = await rt.bus.status("inventory")
-    retained = status.payload if status is not None else None
     state = State()
     publisher = Publisher(
         bus=rt.bus,
@@ -63,9 +62,15 @@ async def start(rt: Runtime[InventorySettings]) -> None:
         registry=gpus,
         debounce_s=settings.inventory_debounce,
         label_nodes=settings.inventory_label_nodes,
-        retained=retained if isinstance(retained, InventoryCluster) else None,
     )
-    api.serve(rt, publisher)
+    api.serve(rt, publisher)  # a standby's answers its leader's inventory
+    await rt.wait_for(
+        "the Kubernetes API", lambda: kube.request("GET", "/version"), retry_on=(KubeError,)
+    )
+    await lead(rt, kube, "inventory", settings)  # a standby waits here
+    status = await rt.bus.status("inventory")
+    retained = status.payload if status is not None else None
+    publisher.continue_from(retained if isinstance(retained, InventoryCluster) else None)
     rt.readiness(publisher.not_ready)
     log.info(
         "inventory operator starting",

@@ -19,9 +19,10 @@ import re
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from akkube.quantity import parse_quantity
+from akoperators.adapters.election import OperatorElectionSettings
 from akoperators.domain.inventory import InventoryConfig
 from akservice import Duration
 
@@ -71,7 +72,7 @@ def node_storage(text: str) -> tuple[tuple[re.Pattern[str], frozenset[str]], ...
     return tuple(found)
 
 
-class InventorySettings(BaseSettings):
+class InventorySettings(OperatorElectionSettings):
     model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
 
     kubeconfig: Path | None = Field(

@@ -7,6 +7,7 @@ import logging
 
 from aiohttp import web
 
+from akoperators.adapters.election import lead
 from akoperators.adapters.kopfrun import connect, operator_settings, run_kopf
 from akoperators.domain.ips import pool_size
 from akoperators.ip.handlers import LeasedIPs, Pool, build_registry
@@ -20,6 +21,7 @@ log = logging.getLogger("akoperators.ip")
 async def start(rt: Runtime[IPSettings]) -> None:
     settings = rt.settings
     kube, version = await connect(rt, settings.kubeconfig)
+    await lead(rt, kube, "ip", settings)  # a standby waits here
     pool = Pool(pool_size(settings.ip_pool))
     pool.export()
     log.info(
@@ -35,7 +37,7 @@ async def start(rt: Runtime[IPSettings]) -> None:
     async def status() -> OperatorStatus:
         use = pool.usage()
         figures = {k: use[k] for k in ("capacity", "in_use", "available")}
-        return OperatorStatus(operator="ip", figures=figures)
+        return OperatorStatus(operator="ip", figures=figures, leader=rt.consumer)
 
     rt.route("GET", "/v1/pool", usage)
     rt.publish_status(status, settings.operator_status_interval)

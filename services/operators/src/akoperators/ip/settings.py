@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from akoperators.adapters.election import OperatorElectionSettings
 from akoperators.domain.ips import pool_size
 from akservice import Duration
 
 
-class IPSettings(BaseSettings):
+class IPSettings(OperatorElectionSettings):
     model_config = SettingsConfigDict(env_prefix="AP_", extra="ignore", hide_input_in_errors=True)
 
     kubeconfig: Path | None = Field(
