@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 
 from akbus import Bus, BusTx, ConnectionLost
 from akcluster.deployments.context import Context
-from akcluster.errors import LeaseNotFound, Unavailable
+from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from aktypes.events import LeaseStatusChanged, LeaseStatusesConfirmed, LeaseStatusGone, Payload
 from aktypes.events.streams import CLUSTER_LEASE_STATUS
 from aktypes.ids import LeaseID
@@ -94,8 +94,9 @@ class LeaseStatuses:
             self._namespaces[lease_namespace(lease)] = lease
             self._published[lease] = ""  # read again before anything is confirmed of it
             self._dirty.add(lease)
+        failed = False
         while True:
-            if not self._dirty and not self._unknown:
+            if failed or not (self._dirty or self._unknown):  # failed reads wait a turn
                 try:
                     async with asyncio.timeout(self.confirm_every):
                         await self._wake.wait()
@@ -104,12 +105,13 @@ class LeaseStatuses:
                 await asyncio.sleep(COALESCE_S)
             self._wake.clear()
             try:
-                await self._round(live)
+                failed = await self._round(live)
             except (ConnectionLost, Unavailable) as exc:
                 log.warning("lease statuses not published: %s", exc)
                 await asyncio.sleep(self.confirm_every)
 
-    async def _round(self, live: Callable[[], bool]) -> None:
+    async def _round(self, live: Callable[[], bool]) -> bool:
+        """Read what is dirty (up to :data:`BATCH`), then confirm; whether a read failed."""
         if self._unknown:
             await self._learn_namespaces()
         watching = live()
@@ -123,7 +125,7 @@ class LeaseStatuses:
             async with self._slots:
                 try:
                     await self._check(lease)
-                except (ConnectionLost, Unavailable) as exc:
+                except (ConnectionLost, Unavailable, Rejected) as exc:
                     log.debug("status of %s not read: %s", lease, exc)
                     failed.append(lease)
 
@@ -134,6 +136,7 @@ class LeaseStatuses:
         pending = (dirty_at - set(batch)) | set(failed)
         if watching and live() and len(pending) <= MAX_PENDING:
             await self._publish(LeaseStatusesConfirmed(at=at, pending=sorted(pending, key=str)))
+        return bool(failed)
 
     async def _learn_namespaces(self) -> None:
         """Which lease each unknown namespace is (the active leases' records)."""
