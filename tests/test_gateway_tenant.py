@@ -903,7 +903,7 @@ def served_from_memory(provider: Provider) -> float:
     return float(found[1]) if found else 0.0
 
 
-async def test_a_lease_status_from_memory_shows_restarts_and_ages_out_without_the_cluster(
+async def test_a_lease_status_from_memory_shows_restarts_ages_out_and_leaves_with_the_lease(
     suite: Provider, chain: DevnetClients
 ) -> None:
     tenant = chain.tenant("tenant-3")
@@ -971,3 +971,10 @@ async def test_a_lease_status_from_memory_shows_restarts_and_ages_out_without_th
     assert answers[0][1] == 200, answers  # from memory: nobody answers the bus
     assert all(at < LEASE_STATUS_MAX_AGE + 0.5 for at, code in answers if code == 200), answers
     assert answers[-1][1] == 503, answers
+
+    # the cluster back: the lease's status from memory again; closed, it leaves the memory
+    # (a 404 as before, never the last status confirmed again and again)
+    await eventually(status, timeout_s=60, what="served again", until=lambda a: a[0] == 200)
+    await tenant.close(lease.dseq)
+    await eventually(status, timeout_s=60, what="closed", until=lambda a: a[0] == 404)
+    assert (await status())[0] == 404
