@@ -39,6 +39,7 @@ from aktypes.events import (
     LeaseStatusReport,
 )
 from aktypes.events.streams import CLUSTER_LEASE_STATUS
+from aktypes.events.streams import CLUSTER_LEASE_STATUS_HASH as STATUS_HASH
 from aktypes.ids import LeaseID
 
 if TYPE_CHECKING:
@@ -108,9 +109,6 @@ class StatusBoard:
         ).encode()
         self._body = (self._version, clock, rendered)
         return rendered
-
-
-STATUS_HASH = "akcluster:lease-status"  # the cluster's current values (lease → JSON)
 
 
 class HeldStatus:

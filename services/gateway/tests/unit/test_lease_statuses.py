@@ -7,14 +7,14 @@ import asyncio
 from akbus import Bus
 from akbus.backend import Tx
 from akbus.testing import eventually, memory_bus
-from akgateway.handlers import STATUS_HASH, LeaseStatuses
+from akgateway.handlers import LeaseStatuses
 from aktypes.events import (
     LeaseStatusChanged,
     LeaseStatusesConfirmed,
     LeaseStatusGone,
     ServiceStatus,
 )
-from aktypes.events.streams import CLUSTER_LEASE_STATUS
+from aktypes.events.streams import CLUSTER_LEASE_STATUS, CLUSTER_LEASE_STATUS_HASH
 from aktypes.ids import LeaseID
 from aktypes.testing import address
 
@@ -29,7 +29,7 @@ def changed(lease: LeaseID, checked_at: float, restarts: int = 0) -> LeaseStatus
 
 async def store(bus: Bus, mapping: dict[str, str]) -> None:
     async def body(tx: Tx) -> None:
-        tx.hset(STATUS_HASH, mapping)
+        tx.hset(CLUSTER_LEASE_STATUS_HASH, mapping)
 
     await bus.backend.transact(body)
 

@@ -10,6 +10,8 @@ CHAIN_RESULTS: Final = "akash.provider.chain.results"
 CLUSTER_COMMANDS: Final = "akash.provider.cluster.commands"
 CLUSTER_EVENTS: Final = "akash.provider.cluster.events"
 CLUSTER_LEASE_STATUS: Final = "akash.provider.cluster.lease-status"
+# beside it, a hash of each lease's latest LeaseStatusChanged (JSON): what a follower loads
+CLUSTER_LEASE_STATUS_HASH: Final = "akcluster:lease-status"
 BIDENGINE_EVENTS: Final = "akash.provider.bidengine.events"
 BIDENGINE_COMMANDS: Final = "akash.provider.bidengine.commands"
 MANIFEST_EVENTS: Final = "akash.provider.manifest.events"

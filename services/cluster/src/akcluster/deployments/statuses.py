@@ -5,7 +5,7 @@ The watches (:mod:`akcluster.adapters.kube_watch`) name the lease namespaces who
 changed; each such lease's status is read again (the ``GetLeaseStatus`` answer,
 :meth:`~akcluster.deployments.ports.Backend.lease_status`) and, when it differs from what
 was published, published: ``LeaseStatusChanged`` on ``akash.provider.cluster.lease-status``
-and the same value in the hash :data:`STATUS_HASH` (lease → its latest), in one
+and the same value in the hash ``akcluster:lease-status`` (lease → its latest), in one
 transaction, so a gateway that starts loads the current values and then follows the
 stream. A lease that is closed or no longer deployed is ``LeaseStatusGone``, out of the
 hash.
@@ -31,12 +31,12 @@ from akcluster.deployments.context import Context
 from akcluster.errors import LeaseNotFound, Rejected, Unavailable
 from aktypes.events import LeaseStatusChanged, LeaseStatusesConfirmed, LeaseStatusGone, Payload
 from aktypes.events.streams import CLUSTER_LEASE_STATUS
+from aktypes.events.streams import CLUSTER_LEASE_STATUS_HASH as STATUS_HASH
 from aktypes.ids import LeaseID
 from aktypes.namespace import lease_namespace
 
 log = logging.getLogger("akcluster.deployments")
 
-STATUS_HASH = "akcluster:lease-status"  # lease → its latest LeaseStatusChanged (JSON)
 STREAM_MAXLEN = 10_000  # entries kept on the stream (approximately): a tail, not a store
 MAX_PENDING = 100  # leases waiting for a read beyond which nothing is confirmed
 BATCH = 200  # leases read in one round
