@@ -1,5 +1,6 @@
 """The rest of a tenant's gateway, across real processes: migrations between two leases,
-who may call which route (certificates and tokens, every route), logs, events and a shell.
+who may call which route (certificates and tokens, every route), logs, events and a shell;
+a lease's status from the gateway's memory (last: it stops the cluster service for a while).
 
 One provider for the whole module (devnet, Redis, relay, kubesim and its operators, every
 service, gateway): each test uses deployments of its own.
@@ -12,7 +13,9 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import ssl
+import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -26,11 +29,13 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from akbus import Bus, RedisSettings
 from akchain import msgs
-from akcli.testing import Provider, certified, leased, running, sdl, sdl_text, whole_suite
+from akcli.testing import Provider, certified, flow, leased, running, sdl, sdl_text, whole_suite
 from akdevnet.tenant import ClientCertificate, Tenant
 from akdevnet.testing import DevnetClients
 from akgateway.domain.streams import event_frame
 from akservice.testing import eventually
+from aktypes.events import GetLeaseStatus, LeaseQueryFailed, LeaseStatusReport
+from aktypes.events.streams import CLUSTER_COMMANDS
 from aktypes.ids import DeploymentID, LeaseID
 from aktypes.ingress import ingress_host
 from aktypes.leaseevents import lease_events_stream, read_entry
@@ -89,7 +94,9 @@ LIMITS = {
     "AP_GATEWAY_IDLE_TIMEOUT": "3s",
     "AP_GATEWAY_TENANT_MAX_WEBSOCKETS": "10",
     "AP_GATEWAY_TENANT_MAX_SHELLS": "8",
+    "AP_GATEWAY_LEASE_STATUS_MAX_AGE": "3s",  # the bound of a status from memory
 }
+LEASE_STATUS_MAX_AGE = 3.0
 
 
 # kubesim keeps events 2 s (a real cluster: 1 h), the cluster keeps a lease's last 24 and
@@ -106,6 +113,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
             "AP_CLUSTER_PUBLIC_HOSTNAME": "provider.test",
             "AP_CLUSTER_LEASE_EVENTS_MAXLEN": str(EVENTS_MAXLEN),
             "AP_CLUSTER_LEASE_EVENTS_RETENTION": f"{EVENTS_RETENTION_S}s",
+            "AP_CLUSTER_LEASE_STATUS_INTERVAL": "500ms",
         },
         operators=("hostname", "ip"),
         operator_env={"AP_IP_POOL": "203.0.113.30-203.0.113.37"},  # eight leased IPs
@@ -972,3 +980,94 @@ def test_secrets_stay_out_of_logs_and_environments(suite: Provider) -> None:
             assert "AKDEVNET_KEY_PASSPHRASE" not in names, process.name
     relay = suite.processes["relay"]
     assert "AP_KEY_PASSPHRASE_FILE" in Path(f"/proc/{relay.pid}/environ").read_text()
+
+
+# -- a lease's status from memory (last: it stops the cluster service) -----------------------
+
+
+def served_from_memory(provider: Provider) -> float:
+    """The gateway's count of lease statuses it served from memory."""
+    url = f"{provider.gateway.health_url}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - the test's own
+        text = answer.read().decode()
+    found = re.search(
+        r'^provider_gateway_lease_status_served_total\{source="memory"\} (\S+)$', text, re.M
+    )
+    return float(found[1]) if found else 0.0
+
+
+async def test_a_lease_status_from_memory_shows_restarts_ages_out_and_leaves_with_the_lease(
+    suite: Provider, chain: DevnetClients
+) -> None:
+    tenant = chain.tenant("tenant-3")
+    certificate = await certified(tenant, suite)
+    [lease] = (await flow(suite, tenant, certificate, sdl(cpu=0.25), "memory"))["leases"]
+
+    async def status() -> tuple[int, Any]:
+        return await tenant.lease_status(
+            lease.dseq, lease.gseq, lease.oseq, suite.gateway.url, certificate, timeout=20
+        )
+
+    bus = Bus.connect(RedisSettings(url=suite.redis_url), producer="test")
+    try:
+
+        async def both() -> tuple[Any, Any]:  # the gateway's memory, the cluster over the bus
+            _, body = await status()
+            asked = await bus.request(
+                CLUSTER_COMMANDS,
+                GetLeaseStatus(lease_id=lease),
+                (LeaseStatusReport, LeaseQueryFailed),
+            )
+            assert isinstance(asked, LeaseStatusReport), asked
+            services = {name: s.go_dict() for name, s in asked.services.items()}
+            return body, {"services": services, "forwarded_ports": {}, "ips": None}
+
+        before = served_from_memory(suite)
+        body, _ = await eventually(
+            both, timeout_s=20, what="the same answer", until=lambda pair: pair[0] == pair[1]
+        )
+    finally:
+        await bus.close()
+    assert served_from_memory(suite) > before
+    assert body["services"]["web"]["restarts"] == 0
+    assert body["services"]["web"]["last_termination"] is None
+
+    # a crash-looping container's restarts (kubesim: one a second) show within the bound
+    namespace = lease_namespace(lease)
+    suite.kubesim.faults(crashloop={"namespace": namespace, "selector": "akash.network=true"})
+    crashed_at = time.monotonic()
+
+    def restarted(answer: tuple[int, Any]) -> bool:
+        return answer[0] == 200 and answer[1]["services"]["web"]["restarts"] >= 2
+
+    _, body = await eventually(status, timeout_s=30, what="restarts shown", until=restarted)
+    assert time.monotonic() - crashed_at < 2 + 2 * LEASE_STATUS_MAX_AGE
+    ended = body["services"]["web"]["last_termination"]
+    assert (ended["reason"], ended["exit_code"]) == ("Error", 1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ended["finished_at"])
+
+    # the cluster gone: its last confirmed status is served until the bound, never after,
+    # then the answer is the one without a cluster (503: it does not answer)
+    cluster = suite.cluster()
+    cluster.stop()
+    stopped = time.monotonic()
+    answers: list[tuple[float, int]] = []
+    try:
+        while time.monotonic() - stopped < LEASE_STATUS_MAX_AGE + 30:
+            code, _ = await status()
+            answers.append((round(time.monotonic() - stopped, 2), code))
+            if code != 200:
+                break
+    finally:
+        suite.kubesim.faults(heal=True)
+        cluster.start()
+    assert answers[0][1] == 200, answers  # from memory: nobody answers the bus
+    assert all(at < LEASE_STATUS_MAX_AGE + 0.5 for at, code in answers if code == 200), answers
+    assert answers[-1][1] == 503, answers
+
+    # the cluster back: the lease's status from memory again; closed, it leaves the memory
+    # (a 404 as before, never the last status confirmed again and again)
+    await eventually(status, timeout_s=60, what="served again", until=lambda a: a[0] == 200)
+    await tenant.close(lease.dseq)
+    await eventually(status, timeout_s=60, what="closed", until=lambda a: a[0] == 404)
+    assert (await status())[0] == 404

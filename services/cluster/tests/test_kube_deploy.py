@@ -634,6 +634,8 @@ async def test_lease_status_before_and_after_the_pods_are_ready(
         "updated_replicas": 0,
         "ready_replicas": 0,
         "available_replicas": 0,
+        "restarts": 0,
+        "last_termination": None,
     }
     ready = await settle(
         lambda: kube.lease_status(LEASE, SERVICES, PUBLIC),

@@ -574,6 +574,7 @@ def test_lease_status_answers_with_go_names(stack: Any, tenant: Any) -> None:
                 "name": "web", "available": 1, "total": 1, "uris": ["a.example"],
                 "observed_generation": 0, "replicas": 0, "updated_replicas": 0,
                 "ready_replicas": 0, "available_replicas": 0,
+                "restarts": 0, "last_termination": None,
             }
         },
         "forwarded_ports": {

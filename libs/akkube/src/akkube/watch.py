@@ -198,18 +198,19 @@ class ListWatch:
         self._watch_timeout = watch_timeout_s
         self._log = log
 
-    async def follow(self, watcher: Watcher) -> None:
+    async def follow(self, watcher: Watcher, *, selector: str = "") -> None:
         """List, then watch from the list's version, until cancelled; back off after
-        failures."""
+        failures. ``selector``: only the objects with these labels (a label selector)."""
+        labels: list[tuple[str, Any]] = [("labelSelector", selector)] if selector else []
         backoff = Backoff(*self._backoff)
         version: str | None = None
         while True:
             progressed = False
             try:
                 if version is None:
-                    rows, version = await asyncio.to_thread(self._list, watcher)
+                    rows, version = await asyncio.to_thread(self._list, watcher, labels)
                     watcher.listed(rows)
-                version, progressed = await self._watch(watcher, version)
+                version, progressed = await self._watch(watcher, version, labels)
             except Exception as exc:
                 if isinstance(exc, Expired) or gone(exc):  # a watch's version or a list's
                     self._log.info(  # continue token is older than the server's history
@@ -226,7 +227,9 @@ class ListWatch:
             else:
                 await asyncio.sleep(backoff.next())
 
-    def _list(self, watcher: Watcher) -> tuple[dict[str, Any], str | None]:
+    def _list(
+        self, watcher: Watcher, labels: list[tuple[str, Any]]
+    ) -> tuple[dict[str, Any], str | None]:
         """Every object, page by page (on a worker thread), each page reduced to what the
         watcher keeps as it comes; the first page's version is where the watch starts,
         so nothing that changed while paging is missed."""
@@ -234,7 +237,7 @@ class ListWatch:
         version: str | None = None
         token: str | None = None
         while True:
-            query: list[tuple[str, Any]] = [("limit", self._page_size)]
+            query: list[tuple[str, Any]] = [("limit", self._page_size), *labels]
             if token:
                 query.append(("continue", token))
             body = get_json(self.client, watcher.path, query, self._request_timeout)
@@ -245,7 +248,9 @@ class ListWatch:
             if not token:
                 return rows, version
 
-    async def _watch(self, watcher: Watcher, version: str | None) -> tuple[str | None, bool]:
+    async def _watch(
+        self, watcher: Watcher, version: str | None, labels: list[tuple[str, Any]]
+    ) -> tuple[str | None, bool]:
         """Tell a watch's events until the server ends it; the last version seen, and
         whether the watch got anywhere (an event, or a while connected)."""
         timeout = int(self._watch_timeout * (1 + random.random()))  # noqa: S311 - spread
@@ -253,6 +258,7 @@ class ListWatch:
             ("watch", True),
             ("allowWatchBookmarks", True),
             ("timeoutSeconds", timeout),
+            *labels,
             *([("resourceVersion", version)] if version else []),
         ]
         stream = Stream(

@@ -300,6 +300,24 @@ def example_payloads() -> list[ev.Payload]:
         ev.DeploymentApplied(lease_id=lease, manifest_version=hash, services=["web"]),
         ev.DeploymentHealth(lease_id=lease, state="pending", message="web: 0/1 available"),
         ev.LeaseTornDown(lease_id=lease),
+        ev.LeaseStatusChanged(
+            lease_id=lease,
+            services={
+                "web": ev.ServiceStatus(
+                    name="web",
+                    available=0,
+                    total=1,
+                    replicas=1,
+                    restarts=3,
+                    last_termination=ev.Termination(
+                        reason="Error", exit_code=1, finished_at="2026-11-22T11:59:58Z"
+                    ),
+                )
+            },
+            checked_at=1795348799.5,
+        ),
+        ev.LeaseStatusGone(lease_id=lease),
+        ev.LeaseStatusesConfirmed(at=1795348800.25, pending=[lease]),
         ev.InventoryChanged(nodes=2, allocatable=totals, available=totals),
         ev.LeaseFundsMonitor(lease_id=lease, action="add", is_new_lease=True),
         ev.BidPlaced(bid_id=bid, price=price, deposit=Coin(denom="uakt", amount=500000)),

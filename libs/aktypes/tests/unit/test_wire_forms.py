@@ -616,6 +616,8 @@ def test_wire_forms_are_pinned() -> None:
                             "updated_replicas": 0,
                             "ready_replicas": 0,
                             "available_replicas": 0,
+                            "restarts": 0,
+                            "last_termination": None,
                         }
                     },
                     "forwarded_ports": {
@@ -788,6 +790,70 @@ def test_wire_forms_are_pinned() -> None:
                 "payload": {
                     "type": "lease.torn_down",
                     "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                },
+            },
+            "cluster.lease_status_changed": {
+                "type": "cluster.lease_status_changed",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_status_changed",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                    "services": {
+                        "web": {
+                            "name": "web",
+                            "available": 0,
+                            "total": 1,
+                            "uris": None,
+                            "observed_generation": 0,
+                            "replicas": 1,
+                            "updated_replicas": 0,
+                            "ready_replicas": 0,
+                            "available_replicas": 0,
+                            "restarts": 3,
+                            "last_termination": {
+                                "reason": "Error",
+                                "exit_code": 1,
+                                "finished_at": "2026-11-22T11:59:58Z",
+                            },
+                        }
+                    },
+                    "forwarded_ports": {},
+                    "ips": {},
+                    "checked_at": 1795348799.5,
+                },
+            },
+            "cluster.lease_status_gone": {
+                "type": "cluster.lease_status_gone",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_status_gone",
+                    "lease_id": "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls",
+                },
+            },
+            "cluster.lease_statuses_confirmed": {
+                "type": "cluster.lease_statuses_confirmed",
+                "id": "0123456789abcdef0123456789abcdef",
+                "time": "2026-11-22T12:00:00.123456Z",
+                "producer": "test",
+                "correlation_id": "",
+                "causation_id": "",
+                "schema": "1",
+                "payload": {
+                    "type": "cluster.lease_statuses_confirmed",
+                    "at": 1795348800.25,
+                    "pending": [
+                        "akash1qyqszqgpqyqszqgpqyqszqgpqyqszqgplgve5x/100/1/1/akash1qgpqyqszqgpqyqszqgpqyqszqgpqyqszwv2uls"
+                    ],
                 },
             },
             "inventory.changed": {

@@ -33,6 +33,7 @@ from akcluster.adapters.chain import ProviderAttributes, ProviderMarket
 from akcluster.adapters.null import load_inventory
 from akcluster.capabilities import Capabilities, disabled
 from akcluster.deployments import Backend, Deployments, MonitorPolicy
+from akcluster.deployments.statuses import LeaseStatuses
 from akcluster.domain.inventory import GPUModel, Inventory, from_operator
 from akcluster.domain.objects import BuildSettings, crds
 from akcluster.domain.placement import CommitLevels
@@ -342,6 +343,8 @@ async def start(rt: Runtime[ClusterSettings]) -> None:
     rt.supervise(deployments.run(rt.stopping), "deployments")
     if kube:
         await _keep_lease_events(rt)
+    if kube and settings.cluster_lease_status_interval > 0:
+        await follow_lease_statuses(rt, deployments)
     status = Status(rt, view, res, deployments, kube_version, capabilities=capabilities)
     rt.publish_status(status.compute, rt.settings.cluster_status_interval, wake=view.changed)
 
@@ -361,6 +364,21 @@ async def _keep_lease_events(rt: Runtime[ClusterSettings]) -> None:
     rt.supervise(history.run(), "lease-events")
     rt.supervise(source.follow(history.take), "lease-events-watch")
     rt.subscriber(CLUSTER_EVENTS).add(LeaseTornDown, history.on_torn_down)
+
+
+async def follow_lease_statuses(rt: Runtime[ClusterSettings], deployments: Deployments) -> None:
+    """Each lease's status kept from Kubernetes watches and published for the gateway
+    (:mod:`akcluster.deployments.statuses`)."""
+    from akcluster.adapters.kube_watch import LeaseWatches  # noqa: PLC0415 - only for kube
+
+    statuses = LeaseStatuses(
+        deployments.context, rt.bus, confirm_every=rt.settings.cluster_lease_status_interval
+    )
+    watches = await rt.resource(
+        LeaseWatches.from_kubeconfig(rt.settings.kubeconfig, statuses.touched, statuses.relisted)
+    )
+    rt.supervise(watches.run(), "lease watches")
+    rt.supervise(statuses.run(lambda: watches.live), "lease statuses")
 
 
 def build_settings(settings: ClusterSettings) -> BuildSettings:

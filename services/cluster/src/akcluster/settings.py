@@ -84,6 +84,12 @@ class ClusterSettings(BaseSettings):
     cluster_status_interval: Duration = Field(
         default=10.0, gt=0, description="how often status is published"
     )
+    cluster_lease_status_interval: Duration = Field(
+        default=2.0,
+        ge=0,
+        description="kube: confirm the lease statuses kept from watches this often "
+        "(0: keep none; the gateway asks for each)",
+    )
     cluster_public_hostname: str = Field(
         default="",
         description="the cluster's public host: forwarded ports, AKASH_CLUSTER_PUBLIC_HOSTNAME",

@@ -1,4 +1,4 @@
-"""The latest status of every service, kept in memory and current.
+"""The latest status of every service, and of every lease, kept in memory and current.
 
 Services publish their status now and then on ``akash.provider.<service>.status``; reading
 those streams on every request put one Redis round trip per service into each ``GET
@@ -10,6 +10,12 @@ bytes by :func:`status_fast_path` ahead of the framework.
 Watchers (gRPC ``StreamStatus``, the dashboard) wait on :meth:`StatusBoard.changed` for the
 next change. When Redis is unreachable the board keeps what it had: every status then ages
 and ``/status`` reports each service as stale once it is older than the allowed age.
+
+:class:`LeaseStatuses` holds each lease's status as the cluster service publishes it from
+its Kubernetes watches (``akash.provider.cluster.lease-status``, read with a plain XREAD by
+every gateway, and the hash of current values at start). A status is served only while the
+cluster confirmed it, or read it, less than ``max_age`` ago; past that the caller asks the
+cluster as before (:func:`akgateway.api.routes.lease_report`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from akbus import Bus
 from akgateway import metrics
-from aktypes.events import Envelope
+from aktypes.events import (
+    Envelope,
+    LeaseStatusChanged,
+    LeaseStatusesConfirmed,
+    LeaseStatusGone,
+    LeaseStatusReport,
+)
+from aktypes.events.streams import CLUSTER_LEASE_STATUS
+from aktypes.events.streams import CLUSTER_LEASE_STATUS_HASH as STATUS_HASH
+from aktypes.ids import LeaseID
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -94,6 +109,75 @@ class StatusBoard:
         ).encode()
         self._body = (self._version, clock, rendered)
         return rendered
+
+
+class HeldStatus:
+    """One lease's status as received, and its REST body once rendered."""
+
+    __slots__ = ("body", "checked_at", "report")
+
+    def __init__(self, changed: LeaseStatusChanged) -> None:
+        self.report = LeaseStatusReport(
+            lease_id=changed.lease_id,
+            services=changed.services,
+            forwarded_ports=changed.forwarded_ports,
+            ips=changed.ips,
+        )
+        self.checked_at = changed.checked_at
+        self.body: bytes | None = None
+
+
+class LeaseStatuses:
+    """Each lease's latest status from the cluster, served while it is fresh."""
+
+    def __init__(self, bus: Bus, max_age: float, clock: Callable[[], float] = time.time) -> None:
+        self._bus = bus
+        self.max_age = max_age
+        self._clock = clock
+        self._held: dict[str, HeldStatus] = {}
+        self._confirmed_at = 0.0
+        self._pending: frozenset[str] = frozenset()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def fresh(self, lease_id: LeaseID) -> HeldStatus | None:
+        """The lease's status if the cluster vouched for it less than ``max_age`` ago."""
+        key = str(lease_id)
+        held = self._held.get(key)
+        if held is None:
+            return None
+        vouched = held.checked_at
+        if key not in self._pending:
+            vouched = max(vouched, self._confirmed_at)
+        return held if self._clock() - vouched <= self.max_age else None
+
+    async def run(self) -> None:
+        """Load the current values, then follow the stream (a supervised task)."""
+        newest = await self._bus.backend.entries(CLUSTER_LEASE_STATUS, count=1, reverse=True)
+        position = newest[0].id if newest else "0"
+        for raw in (await self._bus.backend.hgetall(STATUS_HASH)).values():
+            try:
+                self._take(LeaseStatusChanged.model_validate_json(raw))
+            except ValueError:
+                log.warning("unreadable lease status in %s", STATUS_HASH)
+        streams = [CLUSTER_LEASE_STATUS]
+        async for _, envelope in self._bus.follow_envelopes(
+            streams, since={CLUSTER_LEASE_STATUS: position}
+        ):
+            payload = envelope.payload
+            if isinstance(payload, LeaseStatusChanged):
+                self._take(payload)
+            elif isinstance(payload, LeaseStatusGone):
+                self._held.pop(str(payload.lease_id), None)
+            elif isinstance(payload, LeaseStatusesConfirmed):
+                self._pending = frozenset(str(lease) for lease in payload.pending)
+                self._confirmed_at = payload.at
+
+    def _take(self, changed: LeaseStatusChanged) -> None:
+        held = self._held.get(str(changed.lease_id))
+        if held is None or held.checked_at <= changed.checked_at:
+            self._held[str(changed.lease_id)] = HeldStatus(changed)
 
 
 JSON_HEADERS = [(b"content-type", b"application/json")]

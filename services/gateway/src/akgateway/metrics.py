@@ -28,6 +28,12 @@ BUS_REQUESTS = Counter(
     ["command", "result"],
 )
 STATUS_SERVED = Counter("provider_gateway_status_served", "GET /status answered from memory")
+LEASE_STATUS_SERVED = Counter(
+    "provider_gateway_lease_status_served",
+    "Lease statuses served (REST and gRPC), by source: memory (the cluster's confirmed "
+    "watch) or cluster (asked over the bus)",
+    ["source"],
+)
 WEBSOCKETS = Counter(
     "provider_gateway_websockets",
     "Lease websockets (logs, events, shell) by how they ended: an HTTP refusal's status "

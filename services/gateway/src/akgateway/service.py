@@ -32,13 +32,14 @@ from akgateway.adapters.tls import TrustedCertificates, server_context
 from akgateway.api.app import create_app
 from akgateway.api.context import Gateway
 from akgateway.api.dashboard import DashboardFeed, create_dashboard
+from akgateway.api.fastpath import lease_status_fast_path
 from akgateway.api.limits import InputRate, TenantSlots, body_limit, route_limit
 from akgateway.api.rpc import RPCServer
 from akgateway.buildinfo import build_info
 from akgateway.domain.certificates import ProviderCertificate, read_provider_pem
 from akgateway.domain.status import renderer
 from akgateway.errors import CertificateFileError, ChainUnavailable, PublicCertificateError
-from akgateway.handlers import StatusBoard, status_fast_path
+from akgateway.handlers import LeaseStatuses, StatusBoard, status_fast_path
 from akgateway.renewal import CertificateRenewal
 from akgateway.settings import GatewaySettings
 from akservice import Runtime, ServiceSpec, StartupError
@@ -109,6 +110,10 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         ),
     )
     rt.supervise(board.run(), "statuses")
+    leases = None
+    if settings.gateway_lease_status_max_age > 0:
+        leases = LeaseStatuses(rt.bus, settings.gateway_lease_status_max_age)
+        rt.supervise(leases.run(), "lease statuses")
     kube = None
     if settings.cluster_backend == "kube":
         kube = await rt.resource(LeaseCluster.from_kubeconfig(settings.kubeconfig))
@@ -121,6 +126,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
         accounts=AccountKeys(lcd, settings.gateway_cert_cache_ttl),
         version=version_of("akgateway"),
         kube=kube,
+        leases=leases,
         slots=TenantSlots(
             settings.gateway_tenant_max_websockets, settings.gateway_tenant_max_shells
         ),
@@ -137,7 +143,7 @@ async def start(rt: Runtime[GatewaySettings]) -> None:
     server = await rt.resource(
         HTTPServer(
             body_limit(
-                status_fast_path(create_app(gateway), board),
+                status_fast_path(lease_status_fast_path(create_app(gateway), gateway), board),
                 route_limit(settings.gateway_max_body, settings.gateway_max_request_body),
                 listener="tenant API",
             ),

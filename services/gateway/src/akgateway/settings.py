@@ -61,6 +61,12 @@ class GatewaySettings(BaseSettings):
     gateway_request_timeout: Duration = Field(
         default=10.0, gt=0, description="wait this long for the cluster to answer a lease query"
     )
+    gateway_lease_status_max_age: Duration = Field(
+        default=10.0,
+        ge=0,
+        description="serve a lease's status from memory while the cluster confirmed it "
+        "within this (else ask the cluster; 0: always ask)",
+    )
     gateway_submit_timeout: Duration = Field(
         default=120.0, gt=0, description="wait this long for the manifest service (Akash: 120s)"
     )

@@ -130,8 +130,19 @@ class GroupScreened(Payload):
     allocated: list[ResourceOffer] = Field(default_factory=list)
 
 
+class Termination(GoModel):
+    """How a service's container last ended (its ``lastState.terminated``): ``reason``
+    (``Error``, ``OOMKilled``…), ``exit_code``, ``finished_at`` (RFC 3339, "" unknown)."""
+
+    reason: str = ""
+    exit_code: int = 0
+    finished_at: str = ""
+
+
 class ServiceStatus(GoModel):
-    """One service of a lease, with Akash's field names (``GET …/status``)."""
+    """One service of a lease, with Akash's field names (``GET …/status``). ``restarts``
+    (its containers' restarts, all pods together) and ``last_termination`` (the latest of
+    its containers' last terminations, null when none ended) are additions of ours."""
 
     name: str
     available: int = 0
@@ -142,6 +153,8 @@ class ServiceStatus(GoModel):
     updated_replicas: int = 0
     ready_replicas: int = 0
     available_replicas: int = 0
+    restarts: int = 0
+    last_termination: Termination | None = None
 
 
 class ForwardedPort(GoModel):
@@ -171,6 +184,36 @@ class LeaseStatusReport(Payload):
     services: dict[str, ServiceStatus] = Field(default_factory=dict)
     forwarded_ports: dict[str, list[ForwardedPort]] = Field(default_factory=dict)
     ips: dict[str, list[LeasedIPStatus]] = Field(default_factory=dict)
+
+
+class LeaseStatusChanged(Payload):
+    """A lease's status as the cluster has it now, published on
+    ``akash.provider.cluster.lease-status`` when it changes; ``checked_at`` (Unix seconds)
+    is when Kubernetes was read for it."""
+
+    type: Literal["cluster.lease_status_changed"] = "cluster.lease_status_changed"
+    lease_id: LeaseID
+    services: dict[str, ServiceStatus] = Field(default_factory=dict)
+    forwarded_ports: dict[str, list[ForwardedPort]] = Field(default_factory=dict)
+    ips: dict[str, list[LeasedIPStatus]] = Field(default_factory=dict)
+    checked_at: float
+
+
+class LeaseStatusGone(Payload):
+    """The lease has no status to serve from memory any more (closed, not deployed)."""
+
+    type: Literal["cluster.lease_status_gone"] = "cluster.lease_status_gone"
+    lease_id: LeaseID
+
+
+class LeaseStatusesConfirmed(Payload):
+    """Every lease status published before this one, but those of ``pending``, is still
+    current as of ``at`` (Unix seconds): the cluster's watches were live and every change
+    they told before ``at`` has been published."""
+
+    type: Literal["cluster.lease_statuses_confirmed"] = "cluster.lease_statuses_confirmed"
+    at: float
+    pending: list[LeaseID] = Field(default_factory=list)
 
 
 class LeaseManifestReport(Payload):

@@ -41,6 +41,9 @@ from aktypes.events.cluster import (
     LeaseFundsMonitor,
     LeaseManifestReport,
     LeaseQueryFailed,
+    LeaseStatusChanged,
+    LeaseStatusesConfirmed,
+    LeaseStatusGone,
     LeaseStatusReport,
     LeaseTornDown,
     LookupReservation,
@@ -136,6 +139,9 @@ Event = Annotated[
     | DeploymentApplied
     | DeploymentHealth
     | LeaseTornDown
+    | LeaseStatusChanged
+    | LeaseStatusGone
+    | LeaseStatusesConfirmed
     | InventoryChanged
     | LeaseFundsMonitor
     | BidPlaced

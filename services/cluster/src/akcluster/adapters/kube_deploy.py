@@ -54,6 +54,7 @@ from akcluster.adapters.kube_rules import (
     leased_ips,
     merged,
     pod_failure,
+    restarts,
     service_status,
     up_to_date,
 )
@@ -223,9 +224,9 @@ class KubeDeployments:
     async def lease_status(
         self, lease_id: LeaseID, services: Sequence[tuple[str, int]], public_hostname: str
     ) -> LeaseStatus:
-        """Each service's replicas and hostnames (those the hostname operator's Ingresses
-        route), the node ports of ``<svc>-np`` and the leased-IP ports of the IP operator's
-        LoadBalancer Services.
+        """Each service's replicas, restarts and hostnames (those the hostname operator's
+        Ingresses route), the node ports of ``<svc>-np`` and the leased-IP ports of the IP
+        operator's LoadBalancer Services.
 
         A Deployment's ``available`` is its available replicas (Akash's); a StatefulSet's
         its *ready* replicas, where Akash counts current ones — pods of the current
@@ -253,11 +254,20 @@ class KubeDeployments:
         for ingress in await self._list(ingresses, namespace):
             for host, backend in ingress_routes(ingress):
                 uris.setdefault(backend, []).append(host)
+        pods = await self._require("v1", "Pod")
+        restarted = restarts(await self._list(pods, namespace, MANIFEST_SERVICE))
         statuses = {}
         for name, _count in services:
             status = workloads.get(name, ServiceStatus(name=name))
             hosts = sorted(set(uris.get(name, ())))
-            statuses[name] = status.model_copy(update={"uris": hosts or None})
+            ended = restarted.get(name, ServiceStatus(name=name))
+            statuses[name] = status.model_copy(
+                update={
+                    "uris": hosts or None,
+                    "restarts": ended.restarts,
+                    "last_termination": ended.last_termination,
+                }
+            )
         kube_services = await self._require("v1", "Service")
         forwarded = forwarded_ports(
             await self._list(kube_services, namespace, target), public_hostname

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from akcluster.domain.objects.base import MANAGED, MANIFEST_SERVICE
-from aktypes.events import ForwardedPort, LeasedIPStatus, ServiceStatus
+from aktypes.events import ForwardedPort, LeasedIPStatus, ServiceStatus, Termination
 
 Obj = dict[str, Any]
 
@@ -188,6 +188,40 @@ def service_status(workload: Mapping[str, Any]) -> ServiceStatus:
         ready_replicas=ready,
         available_replicas=available_replicas,
     )
+
+
+def restarts(pods: Iterable[Mapping[str, Any]]) -> dict[str, ServiceStatus]:
+    """Per manifest service, its containers' restarts (every pod's ``restartCount``
+    added up) and the latest of their last terminations (by ``finishedAt``), as the
+    ``restarts`` and ``last_termination`` of a :class:`ServiceStatus` (its other fields
+    left at zero)."""
+    found: dict[str, tuple[int, Termination | None]] = {}
+    for pod in pods:
+        service = str(((pod.get("metadata") or {}).get("labels") or {}).get(MANIFEST_SERVICE, ""))
+        if not service:
+            continue
+        count, last = found.get(service, (0, None))
+        status = pod.get("status") or {}
+        for container in (
+            *(status.get("initContainerStatuses") or ()),
+            *(status.get("containerStatuses") or ()),
+        ):
+            count += int(container.get("restartCount") or 0)
+            ended = (container.get("lastState") or {}).get("terminated")
+            if not ended:
+                continue
+            termination = Termination(
+                reason=str(ended.get("reason") or ""),
+                exit_code=int(ended.get("exitCode") or 0),
+                finished_at=str(ended.get("finishedAt") or ""),
+            )
+            if last is None or termination.finished_at > last.finished_at:
+                last = termination
+        found[service] = (count, last)
+    return {
+        name: ServiceStatus(name=name, restarts=count, last_termination=last)
+        for name, (count, last) in found.items()
+    }
 
 
 def forwarded_ports(

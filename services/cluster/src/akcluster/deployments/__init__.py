@@ -44,6 +44,8 @@ One module per part, each importing only those listed before it:
 - :mod:`~akcluster.deployments.recovery`: reconciliation at start;
 - :mod:`~akcluster.deployments.events`: what ``ManifestReceived`` and ``LeaseClosed`` change;
 - :mod:`~akcluster.deployments.queries`: the gateway's queries and migrations;
+- :mod:`~akcluster.deployments.statuses`: each lease's status kept from Kubernetes watches
+  and published for the gateway to serve from memory;
 - :mod:`~akcluster.deployments.managers`: :class:`Deployments`, all of them together.
 """
 

@@ -123,8 +123,16 @@ async def by_token(gateway: Gateway, token: str) -> Identity:
     return identity
 
 
+IDENTITY = "akgateway.identity"  # the scope's key for an identity checked already
+
+
 async def identify(connection: HTTPConnection, gateway: Gateway) -> Identity | None:
-    """The connection's tenant, or None when it carries no credentials (public routes)."""
+    """The connection's tenant, or None when it carries no credentials (public routes).
+    One the request's scope holds already (checked ahead of the framework,
+    :mod:`akgateway.api.fastpath`) is taken as it is."""
+    checked = connection.scope.get(IDENTITY)
+    if isinstance(checked, Identity):
+        return checked
     der = client_certificate(connection)
     header = connection.headers.get("authorization")
     if header is not None:

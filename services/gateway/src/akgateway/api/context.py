@@ -11,7 +11,7 @@ from akbus import Bus
 from akgateway.adapters.chain import AccountKeys, CertificateLookup
 from akgateway.adapters.kube import LeaseCluster
 from akgateway.api.limits import InputRate, TenantSlots
-from akgateway.handlers import StatusBoard
+from akgateway.handlers import LeaseStatuses, StatusBoard
 from akgateway.settings import GatewaySettings
 
 
@@ -25,6 +25,7 @@ class Gateway:
     version: str  # of this package
     board: StatusBoard  # every service's latest status
     kube: LeaseCluster | None = None  # logs, events, shell (None: no cluster access)
+    leases: LeaseStatuses | None = None  # leases' statuses from memory (None: always ask)
     slots: TenantSlots = field(default_factory=lambda: TenantSlots(16, 8))  # websockets held
     input_rate: InputRate = field(default_factory=lambda: InputRate(1024 * 1024))  # shell input
 

@@ -25,6 +25,7 @@ from akgateway.api.context import Gateway, gateway_of
 from akgateway.buildinfo import build_info
 from akgateway.domain.answers import (
     checked_manifest,
+    lease_status_json,
     migration_error,
     parse_manifest,
     query_error,
@@ -193,6 +194,24 @@ def _lease(gateway: Gateway, tenant: Identity, dseq: int, gseq: int, oseq: int) 
 
 
 async def lease_report(gateway: Gateway, lease_id: LeaseID, service: str = "") -> LeaseStatusReport:
+    """The lease's status: from memory while the cluster's confirmation of it is fresh
+    (:class:`akgateway.handlers.LeaseStatuses`), else asked of the cluster service."""
+    held = gateway.leases.fresh(lease_id) if gateway.leases is not None else None
+    if held is not None and (not service or service in held.report.services):
+        metrics.LEASE_STATUS_SERVED.labels("memory").inc()
+        report = held.report
+        if not service:
+            return report
+        return report.model_copy(
+            update={
+                "services": {service: report.services[service]},
+                "forwarded_ports": {
+                    k: v for k, v in report.forwarded_ports.items() if k == service
+                },
+                "ips": {k: v for k, v in report.ips.items() if k == service},
+            }
+        )
+    metrics.LEASE_STATUS_SERVED.labels("cluster").inc()
     reply = await ask(
         gateway,
         CLUSTER_COMMANDS,
@@ -264,16 +283,7 @@ async def lease_status(
     lease_id = _lease(gateway, tenant, dseq, gseq, oseq)
     report = await lease_report(gateway, lease_id)
     await require_services(gateway, tenant, "status", lease_id, report.services)
-    return JSONResponse(
-        {
-            "services": {name: s.go_dict() for name, s in report.services.items()},
-            "forwarded_ports": {
-                name: [p.go_dict() for p in ports] for name, ports in report.forwarded_ports.items()
-            },
-            # Go's null for a lease without leased IPs
-            "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()} or None,
-        }
-    )
+    return JSONResponse(lease_status_json(report))
 
 
 @router.get(

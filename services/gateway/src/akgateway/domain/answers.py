@@ -13,6 +13,8 @@ neither reaches the bus.
 
 from __future__ import annotations
 
+from typing import Any
+
 from akgateway.errors import (
     ApiError,
     BadRequest,
@@ -23,7 +25,7 @@ from akgateway.errors import (
     Unprocessable,
 )
 from aktypes.errors import ManifestError
-from aktypes.events import LeaseQueryFailed, ManifestRejected, MigrationRefused
+from aktypes.events import LeaseQueryFailed, LeaseStatusReport, ManifestRejected, MigrationRefused
 from aktypes.manifest import Manifest, manifest_problems
 
 REJECTION_ERRORS: dict[str, type[ApiError]] = {
@@ -95,3 +97,16 @@ def query_error(reply: LeaseQueryFailed) -> ApiError:
 def migration_error(reply: MigrationRefused) -> ApiError:
     kind = MIGRATION_ERRORS.get(reply.code, Internal)
     return kind(reply.message or reply.code.replace("_", " "))
+
+
+def lease_status_json(report: LeaseStatusReport) -> dict[str, Any]:
+    """``GET /lease/…/status``'s body, in Go's shape (``restarts`` and
+    ``last_termination`` of each service are our additions)."""
+    return {
+        "services": {name: s.go_dict() for name, s in report.services.items()},
+        "forwarded_ports": {
+            name: [p.go_dict() for p in ports] for name, ports in report.forwarded_ports.items()
+        },
+        # Go's null for a lease without leased IPs
+        "ips": {name: [i.go_dict() for i in ips] for name, ips in report.ips.items()} or None,
+    }
