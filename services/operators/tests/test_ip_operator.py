@@ -1,11 +1,13 @@
 """The IP operator as a real process against kubesim over HTTP: ProviderLeasedIPs become
 MetalLB LoadBalancer Services with the owner's sharing key, the pool's use is served at
 /v1/pool, a full pool holds new keys back until an address is free, teardown removes every
-Service, and a killed operator converges without duplicates or stuck finalizers."""
+Service, and a killed operator converges without duplicates or stuck finalizers, or its
+standby takes over."""
 
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
@@ -51,6 +53,11 @@ SDL = dedent(
 WEB: Group = parse_sdl(SDL).manifest.groups[0]
 BUILD = BuildSettings()
 Obj = dict[str, Any]
+ENV = {
+    "AP_IP_POOL": "203.0.113.10-203.0.113.11",
+    "AP_IP_POOL_NAME": "leased",
+    "AP_IP_RETRY": "500ms",
+}
 
 
 def lease(owner: int, dseq: int) -> LeaseID:
@@ -122,11 +129,7 @@ def operator(
         redis_url=redis_url,
         log_path=tmp_path / "ip-operator.log",
         kubeconfig=kubesim_process.kubeconfig,
-        env={
-            "AP_IP_POOL": "203.0.113.10-203.0.113.11",
-            "AP_IP_POOL_NAME": "leased",
-            "AP_IP_RETRY": "500ms",
-        },
+        env=ENV,
     )
     running.start()
     try:
@@ -212,17 +215,40 @@ def test_leased_ips_become_load_balancers_sharing_one_address_per_owner_endpoint
 
 
 @pytest.mark.timeout(120)
-def test_a_killed_operator_converges_to_one_service_per_port(
-    cluster: Cluster, operator: OperatorProcess
+def test_a_killed_leader_hands_over_to_its_standby_with_one_service_per_port(
+    kubesim_process: KubeSimProcess,
+    cluster: Cluster,
+    operator: OperatorProcess,
+    redis_url: str,
+    tmp_path: Path,
 ) -> None:
-    leases = [lease(5, 100 + n) for n in range(10)]
-    for lease_id in leases:
-        cluster.deploy(lease_id)
-    wait("a first Service", cluster.balancers, operator)
-    operator.restart(signal.SIGKILL)
-    found = wait("20 Services", lambda: len(b := cluster.balancers()) == 20 and b, operator, 60)
-    for lease_id in leases:
-        ns = lease_namespace(lease_id)
-        assert {f"{ns}/web-ip-80-tcp", f"{ns}/web-ip-53-udp"} <= set(found)
-    wait("all exposed", lambda: set(states(cluster).values()) == {"exposed"}, operator)
-    assert pool(operator)["in_use"] == 1  # one owner, one endpoint: one address
+    standby = OperatorProcess(
+        "ip",
+        redis_url=redis_url,
+        log_path=tmp_path / "ip-standby.log",
+        kubeconfig=kubesim_process.kubeconfig,
+        env={**ENV, "AP_INSTANCE_ID": "standby"},
+    )
+    standby.start()
+    try:
+        role = standby.readiness()[1]
+        assert isinstance(role, dict) and role["role"] == "standby"
+        leases = [lease(5, 100 + n) for n in range(10)]
+        for lease_id in leases[:8]:
+            cluster.deploy(lease_id)
+        wait("a first Service", cluster.balancers, operator)
+        operator.kill()  # mid-way through the leases
+        killed = time.monotonic()
+        for lease_id in leases[8:]:
+            cluster.deploy(lease_id)
+        found = wait("20 Services", lambda: len(b := cluster.balancers()) == 20 and b, standby, 60)
+        took = time.monotonic() - killed
+        assert took < 10.0, f"the standby took {took:.1f}s"
+        for lease_id in leases:
+            ns = lease_namespace(lease_id)
+            assert {f"{ns}/web-ip-80-tcp", f"{ns}/web-ip-53-udp"} <= set(found)
+        wait("all exposed", lambda: set(states(cluster).values()) == {"exposed"}, standby)
+        assert pool(standby)["in_use"] == 1  # one owner, one endpoint: one address
+        assert len(cluster.balancers()) == 20  # none made twice
+    finally:
+        standby.stop()

@@ -12,7 +12,10 @@ two or more processes; each is a *candidate* for one lease and only its holder a
   still its own when it gives up) it raises :class:`LeadershipLost`, which stops the
   process at once with exit code 1; its orchestrator starts it again as a standby. This is
   what Kubernetes' controller-runtime does too: stopping is the one way to be sure
-  nothing half-done keeps acting.
+  nothing half-done keeps acting. A *fenced* lease is the exception: when every write of
+  the part checks the lease in its own transaction (the relay's, on Redis), a leader that
+  cannot reach the lease cannot write either, so it waits for it rather than stopping (a
+  Redis outage kills no relay); it stops only once it sees another holder.
 
 Where the lease lives is the candidate's business (:class:`Candidate`): a key in Redis
 (:class:`RedisLease`, the chain relay's) or a Kubernetes ``Lease`` (the operators'). Both
@@ -80,6 +83,7 @@ class Candidate(Protocol):
 
     identity: str  # who this process is (its consumer name)
     holder: str  # who held the lease when last looked at ("" when nobody)
+    fenced: bool  # every write of the part checks the lease itself (RedisLease.fence)
 
     async def try_hold(self) -> bool:
         """Take the lease if it is free or expired, renew it if it is ours; True when ours."""
@@ -147,10 +151,9 @@ class Leadership:
             await asyncio.sleep(self.renew_s)
             left = self.deadline_s - (time.monotonic() - self.renewed_at)
             held = await self._attempt(left)
-            if not held and (
-                self.candidate.holder not in ("", self.candidate.identity)
-                or time.monotonic() - self.renewed_at >= self.deadline_s
-            ):
+            taken = self.candidate.holder not in ("", self.candidate.identity)
+            late = time.monotonic() - self.renewed_at >= self.deadline_s
+            if not held and (taken or (late and not self.candidate.fenced)):
                 self.role = "lost"
                 raise LeadershipLost(
                     f"lost the lease (not renewed within {self.deadline_s:.1f}s"
@@ -164,6 +167,8 @@ class RedisLease:
     """A lease on a Redis key holding the leader's identity, expiring after the lease's
     duration unless renewed. Take and renew are one optimistic transaction (the key is
     watched, so of two candidates racing for a free key one wins and the other sees it)."""
+
+    fenced = True  # the relay's writes run :meth:`fence` in their transactions
 
     def __init__(self, bus: Bus, key: str, identity: str, duration_s: float) -> None:
         self.bus, self.key, self.identity = bus, key, identity

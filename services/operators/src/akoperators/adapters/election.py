@@ -51,6 +51,8 @@ def micro_time() -> str:
 class KubeLease:
     """One operator's Lease as one replica sees it (a :class:`akservice.leadership.Candidate`)."""
 
+    fenced = False  # kopf's writes do not check the Lease: a leader that cannot renew stops
+
     def __init__(
         self, kube: Kube, namespace: str, name: str, identity: str, duration_s: float
     ) -> None:
