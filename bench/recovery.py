@@ -689,7 +689,13 @@ async def measure(
         redis_url=server.url,
         log_path=work / "inventory.log",
         kubeconfig=kube.kubeconfig.resolve(),
-        env={"AP_LOG_LEVEL": "warning"},
+        # its Lease renewed once an hour, not every 2 s: kubesim at rest is what tells the
+        # seeding is over (a quiet resourceVersion), and a renewal is a write
+        env={
+            "AP_LOG_LEVEL": "warning",
+            "AP_LEADER_ELECTION_LEASE_DURATION": "3h",
+            "AP_LEADER_ELECTION_RENEW_INTERVAL": "1h",
+        },
     )
     inventory.start(wait_ready=False)  # the cluster's start awaits its first inventory
     cluster = ClusterProcess(redis_url=server.url, log_path=work / "cluster.log", extra_env=env)
