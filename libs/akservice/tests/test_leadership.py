@@ -51,6 +51,12 @@ async def test_one_of_racing_candidates_wins_fences_the_others_and_loses_to_a_ta
     with pytest.raises(NotLeader):
         await write(others[0], "standby")
     assert await bus.backend.get("test:fenced") == "leader"
+    await bus.backend.delete(KEY)  # expired while Redis was away: nobody holds it
+    await write(leader, "leader again")  # the leader's write takes it back with it
+    assert await bus.backend.get(KEY) == leader.identity
+    assert await bus.backend.get("test:fenced") == "leader again"
+    with pytest.raises(NotLeader):
+        await write(others[0], "standby")
 
     settings = LeaderElectionSettings(
         leader_election_lease_duration=3.0, leader_election_renew_interval=0.2

@@ -194,9 +194,13 @@ class RedisLease:
     async def fence(self, tx: BusTx) -> None:
         """Make ``tx`` commit only while this process holds the lease: the key is watched,
         so a change before the commit runs the body again, and another holder raises
-        :class:`NotLeader` (nothing is written)."""
+        :class:`NotLeader` (nothing is written). A lease that expired while Redis was away
+        (an outage, a failover that lost the key) is held by nobody, so nobody acts: the
+        leader takes it again in the same transaction, as :meth:`try_hold` would."""
         current = await tx.state.get(self.key)
-        if current != self.identity:
+        if current is None:
+            tx.state.set(self.key, self.identity, ex=self.ttl_s)
+        elif current != self.identity:
             raise NotLeader(f"the lease {self.key} is held by {current or 'nobody'}, not by us")
 
     async def release(self) -> None:

@@ -6,7 +6,7 @@ Redis transaction, guarded by a per-height mark: a relay killed at any moment re
 the first unpublished block, and two relays racing on the same height publish it once.
 Gaps (a missed websocket push, a node restart, a relay that was down) are filled because
 the follower fetches every height in turn rather than trusting pushes. Each commit is fenced
-by the relay's lease: a relay that lost it writes nothing (and stops).
+by the relay's lease: a relay that lost it to another writes nothing (and stops).
 """
 
 from __future__ import annotations
