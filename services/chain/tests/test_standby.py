@@ -91,7 +91,11 @@ async def test_a_killed_relay_hands_over_to_its_standby_without_a_second_broadca
         assert took < 10.0, f"the standby took {took:.1f}s"
 
         found = await eventually(lambda: answered(11), timeout_s=30.0, what="every result")
-        await asyncio.sleep(0.5)  # a second result would show up here
+
+        async def all_acknowledged() -> bool:  # nothing left in flight: no result can follow
+            return (await bus.backend.pending_summary(CHAIN_TX, "chain")).count == 0
+
+        await eventually(all_acknowledged, timeout_s=15.0, what="every command acknowledged")
         found = await results(bus)
         keys = Counter(getattr(r, "key", "") for r in found)
         assert keys == Counter([c.key for c in commands] + ["after"]), keys

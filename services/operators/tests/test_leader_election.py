@@ -78,6 +78,13 @@ class Cluster:
         items = self.net.list_ingress_for_all_namespaces().items
         return [rule.host for item in items for rule in item.spec.rules]
 
+    def host_states(self) -> list[str]:
+        """The state on each ProviderHost's status ("" before any)."""
+        found = self.custom.list_namespaced_custom_object(
+            "akash.network", "v2beta2", "lease", "providerhosts"
+        )
+        return [(h.get("status") or {}).get("state", "") for h in found["items"]]
+
     def lease(self) -> dict[str, Any]:
         found: dict[str, Any] = self.custom.get_namespaced_custom_object(
             *LEASE_PATH, "akash-provider-hostname-operator"
@@ -142,7 +149,12 @@ async def test_a_killed_leader_hands_its_lease_and_work_to_the_standby_within_te
             return found is not None and getattr(found.payload, "leader", "") == now["leader"]
 
         await eventually(new_status, timeout_s=10.0, what="the new leader's status")
-        await asyncio.sleep(1.0)  # a duplicate would be made by now
+
+        async def all_routed() -> bool:  # every ProviderHost handled: no Ingress can follow
+            states = await asyncio.to_thread(cluster.host_states)
+            return len(states) == 4 and set(states) == {"routed"}
+
+        await eventually(all_routed, timeout_s=10.0, what="every ProviderHost routed")
         hosts = await asyncio.to_thread(cluster.routed_hosts)
         assert Counter(hosts) == Counter(f"{c}.example.com" for c in "abcd"), hosts
         assert "Traceback" not in second.log()
