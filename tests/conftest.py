@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from akbus import Bus, RedisSettings
 from akcli.akashjs import AkashJS
 from akcli.akashjs import install as install_akashjs
 from akcli.testing import Provider
@@ -38,15 +37,6 @@ def provider(devnet: DevnetProcess, redis_url: str, tmp_path: Path) -> Iterator[
 async def chain(devnet: DevnetProcess) -> AsyncIterator[DevnetClients]:
     async with devnet.clients() as clients:
         yield clients
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    made = Bus.connect(RedisSettings(url=redis_url), producer="test")
-    try:
-        yield made
-    finally:
-        await made.close()
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,10 @@ fenced by it, a leader that stops when another took the lease, a release the sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from akbus import Bus, BusTx, RedisSettings
+from akbus import Bus, BusTx
 from akservice.leadership import (
     LeaderElectionSettings,
     Leadership,
@@ -18,15 +17,6 @@ from akservice.leadership import (
 )
 
 KEY = "test:lease"
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    bus = Bus.connect(RedisSettings(url=redis_url), producer="test")
-    try:
-        yield bus
-    finally:
-        await bus.close()
 
 
 async def test_one_of_racing_candidates_wins_fences_the_others_and_loses_to_a_takeover(

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from akbus import Bus, RedisSettings
 from akchainsvc.testing import RelayProcess
 from akdevnet.testing import TEST_PASSPHRASE, DevnetClients, DevnetProcess
 from aktypes.sdl import SDL, parse_sdl
@@ -41,15 +40,6 @@ def relay_process(devnet: DevnetProcess, redis_url: str, tmp_path: Path) -> Iter
 def relay(relay_process: RelayProcess) -> RelayProcess:
     relay_process.start()
     return relay_process
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    bus = Bus.connect(RedisSettings(url=redis_url), producer="test")
-    try:
-        yield bus
-    finally:
-        await bus.close()
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from akbus import Bus, RedisSettings
+from akbus.testing import FAST_SETTINGS
 from aktypes.groupspec import GroupSpec
 from aktypes.sdl import parse_sdl
 
@@ -17,3 +19,13 @@ def corpus_group() -> Callable[[str], GroupSpec]:
         return parse_sdl((CORPUS / name).read_text()).groups[0]
 
     return load
+
+
+@pytest.fixture
+async def bus(redis_url: str) -> AsyncIterator[Bus]:
+    """A bus that retries quickly (the tests stop Redis and the node under it)."""
+    made = Bus.connect(RedisSettings(url=redis_url), producer="test", settings=FAST_SETTINGS)
+    try:
+        yield made
+    finally:
+        await made.close()

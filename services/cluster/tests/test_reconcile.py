@@ -10,13 +10,9 @@ from __future__ import annotations
 import asyncio
 import re
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
-from akbus import Bus, RedisSettings
-from akbus.testing import FAST_SETTINGS
+from akbus import Bus
 from akcluster.domain.leases import LeaseRecord, lease_key
 from akcluster.testing import TINY_SDL, ClusterProcess
 from akdevnet.testing import DevnetProcess
@@ -29,15 +25,6 @@ from aktypes.testing import address
 
 PROVIDER = address(3)
 LEASE = LeaseID.parse(f"{address(1)}/7/1/1/{PROVIDER}")
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    made = Bus.connect(RedisSettings(url=redis_url), producer="test", settings=FAST_SETTINGS)
-    try:
-        yield made
-    finally:
-        await made.close()
 
 
 def sweeps(process: ClusterProcess, result: str) -> float:

@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, CustomObjectsApi
 
-from akbus import Bus, RedisSettings
-from akbus.testing import FAST_SETTINGS
+from akbus import Bus
 from akcluster.testing import ClusterProcess
 from akoperators.testing import OperatorProcess
 from akservice.testing import eventually
@@ -59,13 +58,6 @@ deployment:
 """
 DOMAIN = "ingress.example.net"
 LEASES = [LeaseID.parse(f"{address(21)}/{dseq}/1/1/{address(22)}") for dseq in (31, 32, 33, 34)]
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    made = Bus.connect(RedisSettings(url=redis_url), producer="test", settings=FAST_SETTINGS)
-    yield made
-    await made.close()
 
 
 @pytest.fixture

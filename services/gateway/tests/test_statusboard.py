@@ -5,12 +5,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import pytest
-
-from akbus import Bus, RedisSettings
+from akbus import Bus
 from akbus.testing import eventually
 from akgateway.handlers import StatusBoard, status_fast_path
 from aktypes.events import BidEngineStatus, Envelope, ManifestStatus
@@ -23,15 +21,6 @@ def render(statuses: Mapping[str, Envelope[Any] | None], now: dt.datetime) -> di
         name: None if e is None else e.payload.model_dump(mode="json", exclude={"type"})
         for name, e in statuses.items()
     } | {"rendered": now.isoformat()}
-
-
-@pytest.fixture
-async def bus(redis_url: str) -> AsyncIterator[Bus]:
-    made = Bus.connect(RedisSettings(url=redis_url), producer="test")
-    try:
-        yield made
-    finally:
-        await made.close()
 
 
 async def test_the_board_serves_the_latest_statuses_and_wakes_watchers(bus: Bus) -> None:
