@@ -10,16 +10,21 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 
 
-def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
+def bench(name: str, *args: str, timeout: int) -> list[str]:
+    """The lines ``bench/<name>.py args`` printed; it must have ended well."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bus.py"), "--events", "400"],
+        [sys.executable, str(ROOT / "bench" / f"{name}.py"), *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()
+
+
+def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
+    lines = bench("bus", "--events", "400", timeout=300)
     assert re.fullmatch(r"ratio akbus/raw_batched=\d+\.\d\d akbus/faststream=\d+\.\d\d", lines[-1])
     systems = {line.split("  ")[0].strip() for line in lines[2:-1]}
     assert systems == {"raw loop", "raw batched", "akbus", "FastStream"}
@@ -27,30 +32,14 @@ def test_bus_benchmark_runs_and_prints_its_ratio_line() -> None:
 
 
 def test_bus_benchmark_compares_durable_commits_on_sentinel() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bus.py"), "--durable", "--events", "100"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
+    lines = bench("bus", "--durable", "--events", "100", timeout=300)
     assert re.fullmatch(r"ratio durable/plain apply_if=\d+\.\d\d transact=\d+\.\d\d", lines[-1])
     systems = {line.split("  ")[0].strip() for line in lines[2:-1]}
     assert systems == {"apply_if plain", "apply_if WAIT", "transact plain", "transact WAIT"}
 
 
 def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bidengine.py"), "--rate", "50", "--seconds", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.strip().splitlines()
+    lines = bench("bidengine", "--rate", "50", "--seconds", "1", timeout=120)
     number = r"\d+\.\d\d"
     assert re.fullmatch(
         rf"bidengine p50_ms={number} p99_ms={number} orders_per_s={number} "
@@ -63,15 +52,7 @@ def test_bidengine_benchmark_bids_once_on_every_order_and_prints_its_line() -> N
 
 
 def test_recovery_benchmark_finds_every_lease_unchanged_and_prints_its_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "recovery.py"), "--leases", "30", "--restarts", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.strip().splitlines()
+    lines = bench("recovery", "--leases", "30", "--restarts", "1", timeout=300)
     last = re.fullmatch(r"recovery leases=30 seconds=(\d+\.\d\d) max_rss_mb=(\d+)", lines[-1])
     assert last, lines[-1]
     assert 0 < float(last[1]) < 120
