@@ -77,22 +77,13 @@ async def _answer(gateway: Gateway, scope: Scope, found: re.Match[str]) -> tuple
         if held is None:
             scope[IDENTITY] = tenant  # checked: the application takes it as it is
             return None
-        tenant.require(
-            "status",
-            gateway.provider,
-            dseq=dseq,
-            gseq=gseq,
-            oseq=oseq,
-            services=requested_services(connection),
-        )
+        # the services asked for, then (a grant naming services) every service of the lease
+        asked = [requested_services(connection)]
         if tenant.leases.names_services(gateway.provider):
+            asked.append(list(held.report.services))
+        for services in asked:
             tenant.require(
-                "status",
-                gateway.provider,
-                dseq=dseq,
-                gseq=gseq,
-                oseq=oseq,
-                services=held.report.services,
+                "status", gateway.provider, dseq=dseq, gseq=gseq, oseq=oseq, services=services
             )
     except ApiError as exc:
         return exc.status, bytes(JSONResponse({"message": exc.message}).body)
