@@ -161,7 +161,7 @@ class Context:
         if home is None or home["metadata"].get("deletionTimestamp"):
             return  # no events in a namespace that is gone or going
         seed = f"{meta.get('uid')}/{field_path + '/' if field_path else ''}{reason}/{message}"
-        digest = hashlib.sha1(seed.encode()).hexdigest()[:16]  # noqa: S324
+        digest = hashlib.sha1(seed.encode()).hexdigest()[:16]  # noqa: S324 - a name, not a secret
         name = f"{meta['name']}.{digest}"
         stamp = now()
         existing = self.store.find(EVENTS, namespace, name)
